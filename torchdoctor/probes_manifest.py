@@ -1,0 +1,110 @@
+"""The probes the patient can run, described without importing torch.
+
+The doctor validates knowledge-base entries and builds requests from this
+table; the patient implements each name in ``torchdoctor.patient.probes``.
+A test keeps the two in step, so a probe cannot exist on one side only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ProbeParam:
+    name: str
+    type: str  # "int" | "float" | "str" | "bool" | "list"
+    default: object
+    doc: str
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    name: str
+    family: str
+    summary: str
+    needs: str  # "nothing" | "target" (script capture or harness) | "harness"
+    params: tuple[ProbeParam, ...] = field(default=())
+
+    def param(self, name: str) -> ProbeParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+def _p(name: str, type_: str, default: object, doc: str) -> ProbeParam:
+    return ProbeParam(name, type_, default, doc)
+
+
+PROBES: dict[str, ProbeSpec] = {
+    spec.name: spec
+    for spec in (
+        ProbeSpec("env", "environment", "torch, CUDA and cuDNN versions, devices, OS, Python",
+                  "nothing"),
+        ProbeSpec("census", "census",
+                  "shape/dtype/device/requires_grad of inputs, targets, parameters and buffers;"
+                  " train/eval mode; label range versus classes emitted", "target"),
+        ProbeSpec("trace", "trace",
+                  "forward (and backward) under module hooks and an op trace that names the"
+                  " module or op that raised, with the shapes that reached it", "target",
+                  (_p("backward", "bool", True, "also run the loss and backward"),)),
+        ProbeSpec("cpu_fallback", "cpu_fallback",
+                  "rerun the failing step on the CPU (and with CUDA_LAUNCH_BLOCKING=1 where"
+                  " CUDA exists) to turn a device-side assert into the real error", "target"),
+        ProbeSpec("index_range", "index",
+                  "min/max of every Embedding input and classification target versus the"
+                  " valid range, with the offending positions", "target"),
+        ProbeSpec("anomaly_rerun", "anomaly",
+                  "rerun forward and backward under detect_anomaly(check_nan=True) and name"
+                  " the user's line that produced the failing op", "target"),
+        ProbeSpec("first_nonfinite", "nonfinite",
+                  "one forward pass keeping statistics only; the first module whose output"
+                  " is NaN/Inf", "target"),
+        ProbeSpec("bisect", "bisect",
+                  "bisect the execution order of leaf modules (or training steps) to the"
+                  " first bad one", "target",
+                  (_p("over", "str", "modules", "'modules' or 'steps'"),
+                   _p("steps", "int", 64, "training steps to search when over='steps'"))),
+        ProbeSpec("inplace_finder", "anomaly",
+                  "for 'modified by an inplace operation': the op and line that modified"
+                  " the saved tensor", "target"),
+        ProbeSpec("grad_flow", "gradients",
+                  "parameters with no gradient, vanishing/exploding norms, non-finite"
+                  " gradients after one backward", "harness",
+                  (_p("vanish", "float", 1e-7, "norm below which a gradient is vanishing"),
+                   _p("explode", "float", 1e3, "norm above which a gradient is exploding"))),
+        ProbeSpec("weights_update", "training",
+                  "run one training step and report parameters that did not change", "harness"),
+        ProbeSpec("loop_order", "training",
+                  "observe the order of zero_grad / backward / step in the user's train_step",
+                  "harness", (_p("steps", "int", 3, "train_step calls to observe"),)),
+        ProbeSpec("loss_at_init", "training",
+                  "loss of the untrained model versus log(C)", "harness"),
+        ProbeSpec("output_head", "training",
+                  "softmax/sigmoid before the loss, raw logits into BCELoss, final layer"
+                  " width versus the classes in the targets", "harness"),
+        ProbeSpec("overfit_batch", "training",
+                  "train on one batch and see whether the loss falls close to zero", "harness",
+                  (_p("steps", "int", 150, "optimisation steps"),
+                   _p("seconds", "float", 20.0, "time bound"))),
+        ProbeSpec("lr_range", "training",
+                  "short sweep of learning rates on one batch", "harness",
+                  (_p("low", "float", 1e-6, "smallest learning rate"),
+                   _p("high", "float", 10.0, "largest learning rate"),
+                   _p("points", "int", 8, "rates tried"))),
+        ProbeSpec("nonfinite_steps", "numerics",
+                  "the first training step at which loss, a gradient or a parameter turns"
+                  " non-finite", "harness", (_p("steps", "int", 50, "training steps to run"),)),
+        ProbeSpec("determinism", "training",
+                  "the same step twice from the same seed; names nondeterministic sources",
+                  "harness"),
+        ProbeSpec("memory_phases", "memory",
+                  "peak memory of forward / loss / backward / optimizer step", "harness"),
+        ProbeSpec("memory_growth", "memory",
+                  "memory per iteration over N steps, and what holds it when it grows",
+                  "harness", (_p("steps", "int", 20, "training steps to run"),)),
+        ProbeSpec("dataloader", "data",
+                  "iterate with num_workers=0 and the user's setting; picklability; collate"
+                  " failures with per-sample sizes; shuffle; hangs", "harness",
+                  (_p("batches", "int", 3, "batches to draw"),
+                   _p("timeout", "float", 20.0, "seconds to wait for a batch"))),
+    )
+}
