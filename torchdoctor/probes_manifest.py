@@ -25,6 +25,9 @@ class ProbeSpec:
     summary: str
     needs: str  # "nothing" | "target" (script capture or harness) | "harness"
     params: tuple[ProbeParam, ...] = field(default=())
+    # Environments of fresh patients to run this probe in, instead of the
+    # current one: a CUDA device-side assert poisons the process that saw it.
+    fresh_envs: tuple[dict[str, str], ...] = field(default=())
 
     def param(self, name: str) -> ProbeParam | None:
         return next((p for p in self.params if p.name == name), None)
@@ -48,7 +51,9 @@ PROBES: dict[str, ProbeSpec] = {
                   (_p("backward", "bool", True, "also run the loss and backward"),)),
         ProbeSpec("cpu_fallback", "cpu_fallback",
                   "rerun the failing step on the CPU (and with CUDA_LAUNCH_BLOCKING=1 where"
-                  " CUDA exists) to turn a device-side assert into the real error", "target"),
+                  " CUDA exists) to turn a device-side assert into the real error", "target",
+                  fresh_envs=({"CUDA_VISIBLE_DEVICES": "", "TORCHDOCTOR_DEVICE": "cpu"},
+                              {"CUDA_LAUNCH_BLOCKING": "1", "TORCHDOCTOR_ONLY_IF": "cuda"})),
         ProbeSpec("index_range", "index",
                   "min/max of every Embedding input and classification target versus the"
                   " valid range, with the offending positions", "target"),
