@@ -28,6 +28,9 @@ class ProbeSpec:
     # Environments of fresh patients to run this probe in, instead of the
     # current one: a CUDA device-side assert poisons the process that saw it.
     fresh_envs: tuple[dict[str, str], ...] = field(default=())
+    # The facts the probe reports; criteria in the knowledge base may test only
+    # these (the validator checks, and the probe tests check the probe keeps them).
+    facts: tuple[str, ...] = field(default=())
 
     def param(self, name: str) -> ProbeParam | None:
         return next((p for p in self.params if p.name == name), None)
@@ -40,76 +43,340 @@ def _p(name: str, type_: str, default: object, doc: str) -> ProbeParam:
 PROBES: dict[str, ProbeSpec] = {
     spec.name: spec
     for spec in (
-        ProbeSpec("env", "environment", "torch, CUDA and cuDNN versions, devices, OS, Python",
-                  "nothing"),
-        ProbeSpec("census", "census",
-                  "shape/dtype/device/requires_grad of inputs, targets, parameters and buffers;"
-                  " train/eval mode; label range versus classes emitted", "target"),
-        ProbeSpec("trace", "trace",
-                  "forward (and backward) under module hooks and an op trace that names the"
-                  " module or op that raised, with the shapes that reached it", "target",
-                  (_p("backward", "bool", True, "also run the loss and backward"),)),
-        ProbeSpec("cpu_fallback", "cpu_fallback",
-                  "rerun the failing step on the CPU (and with CUDA_LAUNCH_BLOCKING=1 where"
-                  " CUDA exists) to turn a device-side assert into the real error", "target",
-                  fresh_envs=({"CUDA_VISIBLE_DEVICES": "", "TORCHDOCTOR_DEVICE": "cpu"},
-                              {"CUDA_LAUNCH_BLOCKING": "1", "TORCHDOCTOR_ONLY_IF": "cuda"})),
-        ProbeSpec("index_range", "index",
-                  "min/max of every Embedding input and classification target versus the"
-                  " valid range, with the offending positions", "target"),
-        ProbeSpec("anomaly_rerun", "anomaly",
-                  "rerun forward and backward under detect_anomaly(check_nan=True) and name"
-                  " the user's line that produced the failing op", "target"),
-        ProbeSpec("first_nonfinite", "nonfinite",
-                  "one forward pass keeping statistics only; the first module whose output"
-                  " is NaN/Inf", "target"),
-        ProbeSpec("bisect", "bisect",
-                  "bisect the execution order of leaf modules (or training steps) to the"
-                  " first bad one", "target",
-                  (_p("over", "str", "modules", "'modules' or 'steps'"),
-                   _p("steps", "int", 64, "training steps to search when over='steps'"))),
-        ProbeSpec("inplace_finder", "anomaly",
-                  "for 'modified by an inplace operation': the op and line that modified"
-                  " the saved tensor", "target"),
-        ProbeSpec("grad_flow", "gradients",
-                  "parameters with no gradient, vanishing/exploding norms, non-finite"
-                  " gradients after one backward", "harness",
-                  (_p("vanish", "float", 1e-7, "norm below which a gradient is vanishing"),
-                   _p("explode", "float", 1e3, "norm above which a gradient is exploding"))),
-        ProbeSpec("weights_update", "training",
-                  "run one training step and report parameters that did not change", "harness"),
-        ProbeSpec("loop_order", "training",
-                  "observe the order of zero_grad / backward / step in the user's train_step",
-                  "harness", (_p("steps", "int", 3, "train_step calls to observe"),)),
-        ProbeSpec("loss_at_init", "training",
-                  "loss of the untrained model versus log(C)", "harness"),
-        ProbeSpec("output_head", "training",
-                  "softmax/sigmoid before the loss, raw logits into BCELoss, final layer"
-                  " width versus the classes in the targets", "harness"),
-        ProbeSpec("overfit_batch", "training",
-                  "train on one batch and see whether the loss falls close to zero", "harness",
-                  (_p("steps", "int", 150, "optimisation steps"),
-                   _p("seconds", "float", 20.0, "time bound"))),
-        ProbeSpec("lr_range", "training",
-                  "short sweep of learning rates on one batch", "harness",
-                  (_p("low", "float", 1e-6, "smallest learning rate"),
-                   _p("high", "float", 10.0, "largest learning rate"),
-                   _p("points", "int", 8, "rates tried"))),
-        ProbeSpec("nonfinite_steps", "numerics",
-                  "the first training step at which loss, a gradient or a parameter turns"
-                  " non-finite", "harness", (_p("steps", "int", 50, "training steps to run"),)),
-        ProbeSpec("determinism", "training",
-                  "the same step twice from the same seed; names nondeterministic sources",
-                  "harness"),
-        ProbeSpec("memory_phases", "memory",
-                  "peak memory of forward / loss / backward / optimizer step", "harness"),
-        ProbeSpec("memory_growth", "memory",
-                  "memory per iteration over N steps, and what holds it when it grows",
-                  "harness", (_p("steps", "int", 20, "training steps to run"),)),
-        ProbeSpec("dataloader", "data",
-                  "iterate with num_workers=0 and the user's setting; picklability; collate"
-                  " failures with per-sample sizes; shuffle; hangs", "harness",
-                  (_p("batches", "int", 3, "batches to draw"),
-                   _p("timeout", "float", 20.0, "seconds to wait for a batch"))),
+        ProbeSpec(
+            "env",
+            "environment",
+            "torch, CUDA and cuDNN versions, devices, OS, Python",
+            "nothing",
+            facts=(
+                "torch",
+                "cuda",
+                "cudnn",
+                "python",
+                "os",
+                "devices",
+                "cuda_available",
+            ),
+        ),
+        ProbeSpec(
+            "census",
+            "census",
+            "shape/dtype/device/requires_grad of inputs, targets, parameters and buffers;"
+            " train/eval mode; label range versus classes emitted",
+            "target",
+            facts=(
+                "inputs",
+                "targets",
+                "target_dtype",
+                "target_min",
+                "target_max",
+                "classes_out",
+                "label_out_of_range",
+                "devices",
+                "mixed_devices",
+                "dtypes",
+                "mixed_dtypes",
+                "training",
+                "params_count",
+                "frozen_count",
+            ),
+        ),
+        ProbeSpec(
+            "trace",
+            "trace",
+            "forward (and backward) under module hooks and an op trace that names the"
+            " module or op that raised, with the shapes that reached it",
+            "target",
+            (_p("backward", "bool", True, "also run the loss and backward"),),
+            facts=(
+                "raised",
+                "error_type",
+                "error_message",
+                "failing_module",
+                "failing_op",
+                "failing_file",
+                "failing_line",
+                "input_shapes",
+                "input_dtypes",
+                "input_devices",
+                "feeding_module",
+                "feeding_shape",
+                "feature_count",
+                "chw",
+            ),
+        ),
+        ProbeSpec(
+            "cpu_fallback",
+            "cpu_fallback",
+            "rerun the failing step on the CPU (and with CUDA_LAUNCH_BLOCKING=1 where"
+            " CUDA exists) to turn a device-side assert into the real error",
+            "target",
+            fresh_envs=(
+                {"CUDA_VISIBLE_DEVICES": "", "TORCHDOCTOR_DEVICE": "cpu"},
+                {"CUDA_LAUNCH_BLOCKING": "1", "TORCHDOCTOR_ONLY_IF": "cuda"},
+            ),
+            facts=(
+                "reproduced_on_cpu",
+                "cpu_error_type",
+                "cpu_error_message",
+                "index",
+                "size",
+                "blocking_error_message",
+            ),
+        ),
+        ProbeSpec(
+            "index_range",
+            "index",
+            "min/max of every Embedding input and classification target versus the"
+            " valid range, with the offending positions",
+            "target",
+            facts=(
+                "out_of_range",
+                "offenders",
+                "label_min",
+                "label_max",
+                "num_classes",
+                "embedding",
+                "vocab_size",
+                "max_index",
+                "one_based",
+            ),
+        ),
+        ProbeSpec(
+            "anomaly_rerun",
+            "anomaly",
+            "rerun forward and backward under detect_anomaly(check_nan=True) and name"
+            " the user's line that produced the failing op",
+            "target",
+            facts=(
+                "raised",
+                "error_type",
+                "error_message",
+                "backward_op",
+                "forward_file",
+                "forward_line",
+                "forward_code",
+                "module",
+            ),
+        ),
+        ProbeSpec(
+            "first_nonfinite",
+            "nonfinite",
+            "one forward pass keeping statistics only; the first module whose output is NaN/Inf",
+            "target",
+            facts=(
+                "found",
+                "module",
+                "produced",
+                "input_finite",
+                "stats",
+            ),
+        ),
+        ProbeSpec(
+            "bisect",
+            "bisect",
+            "bisect the execution order of leaf modules (or training steps) to the first bad one",
+            "target",
+            (
+                _p("over", "str", "modules", "'modules' or 'steps'"),
+                _p("steps", "int", 64, "training steps to search when over='steps'"),
+            ),
+            facts=(
+                "first_bad",
+                "runs",
+                "steps",
+            ),
+        ),
+        ProbeSpec(
+            "inplace_finder",
+            "anomaly",
+            "for 'modified by an inplace operation': the op and line that modified"
+            " the saved tensor",
+            "target",
+            facts=(
+                "found",
+                "op",
+                "file",
+                "line",
+                "code",
+                "tensor_shape",
+                "version_expected",
+                "version_found",
+            ),
+        ),
+        ProbeSpec(
+            "grad_flow",
+            "gradients",
+            "parameters with no gradient, vanishing/exploding norms, non-finite"
+            " gradients after one backward",
+            "harness",
+            (
+                _p("vanish", "float", 1e-7, "norm below which a gradient is vanishing"),
+                _p("explode", "float", 1e3, "norm above which a gradient is exploding"),
+            ),
+            facts=(
+                "no_grad_params",
+                "no_grad_count",
+                "vanishing",
+                "exploding",
+                "nonfinite_grads",
+                "max_norm",
+                "min_norm",
+            ),
+        ),
+        ProbeSpec(
+            "weights_update",
+            "training",
+            "run one training step and report parameters that did not change",
+            "harness",
+            facts=(
+                "unchanged_params",
+                "unchanged_count",
+                "changed_count",
+                "lr_zero",
+                "not_in_optimizer",
+                "not_in_optimizer_count",
+                "frozen_count",
+                "step_called",
+            ),
+        ),
+        ProbeSpec(
+            "loop_order",
+            "training",
+            "observe the order of zero_grad / backward / step in the user's train_step",
+            "harness",
+            (_p("steps", "int", 3, "train_step calls to observe"),),
+            facts=(
+                "order",
+                "zero_grad_called",
+                "accumulating",
+                "step_before_backward",
+                "eval_mode_during_training",
+            ),
+        ),
+        ProbeSpec(
+            "loss_at_init",
+            "training",
+            "loss of the untrained model versus log(C)",
+            "harness",
+            facts=(
+                "loss",
+                "ln_classes",
+                "ratio",
+                "num_classes",
+            ),
+        ),
+        ProbeSpec(
+            "output_head",
+            "training",
+            "softmax/sigmoid before the loss, raw logits into BCELoss, final layer"
+            " width versus the classes in the targets",
+            "harness",
+            facts=(
+                "softmax_before_ce",
+                "logits_into_bce",
+                "head_width",
+                "num_classes",
+                "width_mismatch",
+            ),
+        ),
+        ProbeSpec(
+            "overfit_batch",
+            "training",
+            "train on one batch and see whether the loss falls close to zero",
+            "harness",
+            (
+                _p("steps", "int", 150, "optimisation steps"),
+                _p("seconds", "float", 20.0, "time bound"),
+            ),
+            facts=(
+                "initial_loss",
+                "final_loss",
+                "reduction",
+                "learned",
+                "curve",
+            ),
+        ),
+        ProbeSpec(
+            "lr_range",
+            "training",
+            "short sweep of learning rates on one batch",
+            "harness",
+            (
+                _p("low", "float", 1e-6, "smallest learning rate"),
+                _p("high", "float", 10.0, "largest learning rate"),
+                _p("points", "int", 8, "rates tried"),
+            ),
+            facts=(
+                "losses",
+                "best_lr",
+                "diverge_lr",
+            ),
+        ),
+        ProbeSpec(
+            "nonfinite_steps",
+            "numerics",
+            "the first training step at which loss, a gradient or a parameter turns non-finite",
+            "harness",
+            (_p("steps", "int", 50, "training steps to run"),),
+            facts=(
+                "first_bad_step",
+                "what",
+                "name",
+                "grad_norm_history",
+            ),
+        ),
+        ProbeSpec(
+            "determinism",
+            "training",
+            "the same step twice from the same seed; names nondeterministic sources",
+            "harness",
+            facts=(
+                "deterministic",
+                "sources",
+            ),
+        ),
+        ProbeSpec(
+            "memory_phases",
+            "memory",
+            "peak memory of forward / loss / backward / optimizer step",
+            "harness",
+            facts=(
+                "peaks",
+                "largest_tensors",
+            ),
+        ),
+        ProbeSpec(
+            "memory_growth",
+            "memory",
+            "memory per iteration over N steps, and what holds it when it grows",
+            "harness",
+            (_p("steps", "int", 20, "training steps to run"),),
+            facts=(
+                "growing",
+                "per_iter_bytes",
+                "holders",
+            ),
+        ),
+        ProbeSpec(
+            "dataloader",
+            "data",
+            "iterate with num_workers=0 and the user's setting; picklability; collate"
+            " failures with per-sample sizes; shuffle; hangs",
+            "harness",
+            (
+                _p("batches", "int", 3, "batches to draw"),
+                _p("timeout", "float", 20.0, "seconds to wait for a batch"),
+            ),
+            facts=(
+                "hang",
+                "picklable",
+                "unpicklable",
+                "collate_error",
+                "sample_shapes",
+                "shuffle",
+                "num_workers",
+            ),
+        ),
     )
 }
