@@ -1,0 +1,451 @@
+"""Rank knowledge-base entries for a pasted error or a described symptom.
+
+``diagnose(text, kb)`` parses the text; when it finds an error, every
+pattern is tried on the diagnosed link's message (and on the CUDA assertion
+lines the parser found beside it), then on the other links of the chain
+with a lower weight. When nothing parses, or no pattern matches, the text is
+read as prose and matched against the entries' ``symptoms:``.
+
+Ranking, by tiers that never overlap:
+
+====================  =====
+exception type + regex  3.0
+regex only              2.0
+older ``messages``      1.0
+prose symptom           0.5
+====================  =====
+
+then inside a tier: +0.3 when the match is on a CUDA assertion line (it
+names the real cause), +0.05 when the phase agrees with the category,
++ up to 0.4 for specificity (how much literal text and how many named
+groups the pattern pinned down); a match on a non-root link of the chain
+counts 0.6 of that. Ties go to the id, so the order is deterministic.
+
+Speed: each pattern's regex has a *required literal*: the longest run of
+plain characters that any match must contain (read from the regex's parse
+tree, so escapes and groups are handled). Before running a regex we check
+that its literal occurs in the lower-cased message; with thousands of
+entries almost all are skipped by one substring test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from torchdoctor import facts as derived_facts
+from torchdoctor import symptoms
+
+try:  # Python 3.11+
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+TIER_TYPE_AND_REGEX = 3.0
+TIER_REGEX = 2.0
+TIER_MESSAGE = 1.0
+TIER_SYMPTOM = 0.5
+ASSERT_BONUS = 0.3
+PHASE_BONUS = 0.05
+SPECIFICITY_WEIGHT = 0.4
+OTHER_LINK_WEIGHT = 0.6
+
+# The phase an error of this category usually happens in.
+_CATEGORY_PHASE = {
+    "autograd": "backward",
+    "dataloader": "data_loading",
+    "state_dict": "checkpoint_load",
+    "shape": "forward",
+    "index": "forward",
+    "dtype": "forward",
+}
+_MISSING = "?"
+
+
+# --- required literals --------------------------------------------------------
+
+
+def required_literal(regex: str) -> str:
+    """The longest literal run every match of ``regex`` must contain, lower-cased.
+
+    Returns "" when the regex has no such run (then it is always tried).
+    """
+    try:
+        tree = _sre_parse.parse(regex)
+    except re.error:
+        return ""
+    runs = _literal_runs(list(tree))
+    return max(runs, key=len, default="").lower()
+
+
+def _literal_runs(items: list) -> list[str]:
+    runs: list[str] = []
+    current: list[str] = []
+    for op, argument in items:
+        name = str(op)
+        if name == "LITERAL":
+            current.append(chr(argument))
+            continue
+        if current:
+            runs.append("".join(current))
+            current = []
+        if name == "SUBPATTERN":
+            runs.extend(_literal_runs(list(argument[-1])))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") and argument[0] >= 1:
+            runs.extend(_literal_runs(list(argument[2])))
+        elif name == "ATOMIC_GROUP":
+            runs.extend(_literal_runs(list(argument)))
+    if current:
+        runs.append("".join(current))
+    return runs
+
+
+def _specificity(regex: str, literal_chars: int) -> float:
+    """0..1: more fixed text and more named groups mean a more specific pattern."""
+    groups = len(re.findall(r"\(\?P<", regex))
+    weight = literal_chars + 8 * groups
+    return weight / (weight + 40)
+
+
+@dataclass(frozen=True)
+class _CompiledPattern:
+    entry: object
+    index: int
+    exc_type: str | None
+    regex: re.Pattern[str]
+    literal: str
+    specificity: float
+
+
+@dataclass(frozen=True)
+class _CompiledMessage:
+    entry: object
+    normalised: str
+
+
+class MatchIndex:
+    """The knowledge base prepared for matching: compiled regexes and literals."""
+
+    def __init__(self, entries: Iterable[object]) -> None:
+        self.entries = list(entries)
+        self.patterns: list[_CompiledPattern] = []
+        self.messages: list[_CompiledMessage] = []
+        for entry in self.entries:
+            for index, pattern in enumerate(getattr(entry, "patterns", None) or []):
+                compiled = _compile_pattern(entry, index, pattern)
+                if compiled:
+                    self.patterns.append(compiled)
+            for message in getattr(entry, "messages", None) or []:
+                self.messages.append(_CompiledMessage(entry, _normalise(str(message))))
+        self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
+
+
+def _compile_pattern(entry: object, index: int, pattern: object) -> _CompiledPattern | None:
+    try:
+        compiled = pattern.compiled
+    except re.error:
+        return None
+    exc_type = pattern.type
+    literal = required_literal(compiled.pattern)
+    return _CompiledPattern(
+        entry, index, exc_type or None, compiled, literal,
+        _specificity(compiled.pattern, len(literal)),
+    )
+
+
+def _normalise(message: str) -> str:
+    """Wording without the numbers and paths that change from run to run."""
+    text = re.sub(r"(?:[A-Za-z]:)?[\w./\\-]*[/\\][\w./\\-]+", "<path>", message.lower())
+    text = re.sub(r"\d+(?:\.\d+)?", "#", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+_index_cache: dict[int, tuple[object, MatchIndex]] = {}
+
+
+def index_for(kb: object) -> MatchIndex:
+    """The (cached) match index of a knowledge base."""
+    cached = _index_cache.get(id(kb))
+    if cached is not None and cached[0] is kb:
+        return cached[1]
+    index = MatchIndex(getattr(kb, "entries", kb))
+    if len(_index_cache) > 8:
+        _index_cache.clear()
+    _index_cache[id(kb)] = (kb, index)
+    return index
+
+
+# --- results ------------------------------------------------------------------
+
+
+@dataclass
+class Match:
+    """One entry ranked for this input, with everything needed to explain it."""
+
+    entry: object
+    score: float
+    reason: str
+    fields: dict = field(default_factory=dict)
+    facts: list[str] = field(default_factory=list)
+    hypotheses: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "entry": self.entry.id,
+            "category": getattr(self.entry, "category", ""),
+            "title": getattr(self.entry, "title", ""),
+            "score": self.score,
+            "reason": self.reason,
+            "fields": _jsonable(self.fields),
+            "facts": list(self.facts),
+            "hypotheses": self.hypotheses,
+            "references": list(getattr(self.entry, "references", None) or []),
+        }
+
+
+@dataclass
+class Diagnosis:
+    """The parsed error (or prose) and the ranked matches, best first."""
+
+    input: str  # "traceback" | "symptom"
+    text: str
+    error: object | None  # a ParsedError when the text held one
+    matches: list[Match] = field(default_factory=list)
+    prose_fields: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        if self.error is not None:
+            error = self.error.to_dict()
+        else:
+            error = {"type": None, "message": _shorten(self.text.strip(), 500),
+                     "phase": None, "user_frame": None}
+        return {
+            "input": self.input,
+            "error": error,
+            "symptom_fields": dict(self.prose_fields),
+            "matches": [match.to_dict() for match in self.matches],
+        }
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _jsonable(fields: dict) -> dict:
+    return {k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
+            for k, v in fields.items()}
+
+
+# --- templates ----------------------------------------------------------------
+
+_TEMPLATE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill(template: object, fields: dict) -> str:
+    """Fill ``{name}`` from fields; a missing field renders as '?'."""
+    if template is None:
+        return ""
+
+    def replace(found: re.Match[str]) -> str:
+        if found.group(0) == "{{":
+            return "{"
+        if found.group(0) == "}}":
+            return "}"
+        value = fields.get(found.group(1))
+        if value is None or value == "":
+            return _MISSING
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return str(value)
+
+    return _TEMPLATE.sub(replace, str(template))
+
+
+def _value(obj: object, name: str) -> object:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def render_hypotheses(entry: object, fields: dict) -> list[dict]:
+    rendered = []
+    for hypothesis in _value(entry, "hypotheses") or []:
+        probe_name = _value(hypothesis, "probe")
+        fix = _value(hypothesis, "fix")
+        rendered.append({
+            "id": _value(hypothesis, "id"),
+            "statement": fill(_value(hypothesis, "statement"), fields),
+            "why": fill(_value(hypothesis, "why"), fields),
+            "predicts": fill(_value(hypothesis, "predicts"), fields),
+            "probe": {"name": probe_name, "params": dict(_value(hypothesis, "params") or {})}
+            if probe_name else None,
+            "confirm": list(_value(hypothesis, "confirm") or []),
+            "reject": list(_value(hypothesis, "reject") or []),
+            "fix": {
+                "summary": fill(_value(fix, "summary"), fields),
+                "before": fill(_value(fix, "before"), fields),
+                "after": fill(_value(fix, "after"), fields),
+            } if fix else None,
+        })
+    return rendered
+
+
+# --- matching -----------------------------------------------------------------
+
+
+@dataclass
+class _Candidate:
+    entry: object
+    score: float
+    reason: str
+    fields: dict
+
+
+@dataclass(frozen=True)
+class _Link:
+    """A text to match: a message from the chain, or a CUDA assertion line."""
+
+    exc_type: str | None
+    text: str
+    weight: float
+    is_assertion: bool = False
+
+
+def _links(parsed: object) -> list[_Link]:
+    links = [_Link(_value(parsed, "type"), str(_value(parsed, "message") or ""), 1.0)]
+    extras = _value(parsed, "extras") or {}
+    for line in _value(extras, "cuda_asserts") or []:
+        text = line if isinstance(line, str) else _value(line, "text") or _value(line, "line")
+        links.append(_Link(_value(parsed, "type"), str(text or line), 1.0, is_assertion=True))
+    message = links[0].text
+    for link in _value(parsed, "chain") or []:
+        text = str(_value(link, "message") or "")
+        if text and text != message:
+            links.append(_Link(_value(link, "type"), text, OTHER_LINK_WEIGHT))
+    return links
+
+
+def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) -> list[_Candidate]:
+    best: dict[str, _Candidate] = {}
+    for link in links:
+        lowered = link.text.lower()
+        for pattern in index.patterns:
+            if pattern.literal and pattern.literal not in lowered:
+                continue
+            found = pattern.regex.search(link.text)
+            if not found:
+                continue
+            type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
+                                                                      link.exc_type)
+            tier = TIER_TYPE_AND_REGEX if type_agrees else TIER_REGEX
+            category = getattr(pattern.entry, "category", "")
+            phase_agrees = bool(phase) and _CATEGORY_PHASE.get(category) == phase
+            score = tier + SPECIFICITY_WEIGHT * pattern.specificity
+            score += ASSERT_BONUS if link.is_assertion else 0.0
+            score += PHASE_BONUS if phase_agrees else 0.0
+            score = round(score * link.weight, 4)
+            reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
+            candidate = _Candidate(pattern.entry, score, reason,
+                                   {k: v for k, v in found.groupdict().items() if v is not None})
+            _keep_best(best, candidate)
+    return list(best.values())
+
+
+def _same_type(expected: str, actual: str | None) -> bool:
+    if not actual:
+        return False
+    return expected == actual or actual.rsplit(".", 1)[-1] == expected.rsplit(".", 1)[-1]
+
+
+def _pattern_reason(pattern: _CompiledPattern, type_agrees: bool, phase_agrees: bool,
+                    link: _Link) -> str:
+    parts = [f"pattern {pattern.index + 1} matched"]
+    if link.is_assertion:
+        parts[0] += " the CUDA assertion line"
+    elif link.weight < 1.0:
+        parts[0] += " an earlier link of the exception chain"
+    if type_agrees:
+        parts.append(f"exception type {pattern.exc_type} agrees")
+    elif pattern.exc_type:
+        parts.append(f"type differs from {pattern.exc_type}")
+    if phase_agrees:
+        parts.append("phase agrees")
+    parts.append(f"specificity {pattern.specificity:.2f}")
+    return "; ".join(parts)
+
+
+def _keep_best(best: dict[str, _Candidate], candidate: _Candidate) -> None:
+    key = str(candidate.entry.id)
+    current = best.get(key)
+    if current is None or candidate.score > current.score:
+        best[key] = candidate
+
+
+def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
+    normalised = [_normalise(text) for text in texts if text]
+    best: dict[str, _Candidate] = {}
+    for message in index.messages:
+        if message.normalised and any(message.normalised in text or text in message.normalised
+                                      for text in normalised if len(text) >= 12):
+            specificity = len(message.normalised) / (len(message.normalised) + 40)
+            score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
+            _keep_best(best, _Candidate(message.entry, score,
+                                        "wording of an older torch release matched", {}))
+    return list(best.values())
+
+
+def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
+    candidates = []
+    for found in symptoms.match_symptoms(text, index.symptom_entries):
+        share = len(found.matched) / max(found.total, 1)
+        score = round(TIER_SYMPTOM + 0.3 * share + 0.1 * found.specificity, 4)
+        reason = f"{len(found.matched)} of {found.total} symptom phrases matched"
+        candidates.append(_Candidate(found.entry, score, reason, dict(found.fields)))
+    return candidates
+
+
+# A 10 MB log holds the error near its end; prose and raw-text fallbacks look
+# only at this much of the tail.
+_FALLBACK_CHARS = 20_000
+
+
+def diagnose(text: str, kb: object) -> Diagnosis:
+    """Parse ``text`` and rank the knowledge base's entries for it, best first."""
+    from torchdoctor.parse import parse_traceback
+
+    index = index_for(kb)
+    parsed = parse_traceback(text)
+    tail = text[-_FALLBACK_CHARS:]
+    candidates: list[_Candidate] = []
+    prose_fields: dict = {}
+    if parsed is not None:
+        links = _links(parsed)
+        candidates = _match_patterns(index, links, _value(parsed, "phase"))
+        if not candidates:
+            candidates = _match_messages(index, [link.text for link in links])
+    else:
+        candidates = _match_patterns(index, [_Link(None, tail, 1.0)], None)
+    kind = "traceback" if parsed is not None or candidates else "symptom"
+    if not candidates:
+        prose_fields = symptoms.extract_numbers(tail)
+        candidates = _match_prose(index, tail)
+    candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
+    message = str(_value(parsed, "message") or "") if parsed is not None else tail
+    matches = [_build_match(c, prose_fields, message) for c in candidates]
+    return Diagnosis(kind, text, parsed, matches, prose_fields)
+
+
+def _build_match(candidate: _Candidate, prose_fields: dict, message: str) -> Match:
+    fields = {**prose_fields, **candidate.fields}
+    added = derived_facts.derive(_value(candidate.entry, "derive") or [], fields, message)
+    sentences = added.pop(derived_facts.FACTS_KEY, [])
+    fields.update(added)
+    return Match(
+        entry=candidate.entry,
+        score=candidate.score,
+        reason=candidate.reason,
+        fields=fields,
+        facts=sentences,
+        hypotheses=render_hypotheses(candidate.entry, fields),
+    )

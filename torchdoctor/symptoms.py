@@ -1,0 +1,116 @@
+"""Prose symptoms: "loss stays at 2.30 with 10 classes", "NaN after epoch 6".
+
+When there is no traceback, a person describes what they see. Two jobs
+here: read the numbers out of the sentence into the same fields templates
+and derived facts use (``loss``, ``classes``, ``epoch``, ``step``, ``lr``,
+``num_workers``, ``accuracy``), and find the entries whose ``symptoms:``
+regexes (case-insensitive) match the sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+_NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+# Between a word and its number: no digits, and no "after"/"for" that would
+# hand the number to something else ("loss is NaN after 300 steps").
+_GAP = r"(?:(?!\b(?:after|for|every|within|by)\b)[^0-9\n;]){0,30}?"
+_NOT_A_COUNT = r"(?!\.?\d|\s*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
+
+# Each field is read by the first of its patterns that matches.
+_FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
+    "loss": (
+        rf"\bloss(?:es)?\b{_GAP}{_NUMBER}{_NOT_A_COUNT}",
+        rf"{_NUMBER}\s+loss\b",
+    ),
+    "classes": (
+        r"\b(\d+)[\s-]*(?:output\s+)?(?:classes|class\b|categories|labels\b|-way)",
+        r"\b(?:num_classes|n_classes|classes)\s*[=:]\s*(\d+)",
+    ),
+    "epoch": (r"\bepochs?\s*#?\s*(\d+)", r"\b(\d+)(?:st|nd|rd|th)?\s+epochs?\b"),
+    "step": (
+        r"\b(?:step|iteration|iter|batch)(?:es|s)?\s*#?\s*(\d+)",
+        r"\b(\d+)(?:st|nd|rd|th)?\s+(?:steps|iterations|iters|batches)\b",
+    ),
+    "lr": (rf"\b(?:lr|learning[\s_]rate)\s*(?:of|=|:|is|at|to)?\s*{_NUMBER}",),
+    "num_workers": (r"\bnum_workers\s*=?\s*(\d+)", r"\b(\d+)\s+workers\b"),
+    "accuracy": (
+        rf"\b(?:accuracy|acc)\b{_GAP}{_NUMBER}(?!\s*(?:steps?|epochs?|classes))",
+        rf"{_NUMBER}\s*%\s+accuracy",
+    ),
+}
+_COMPILED_FIELDS = {
+    name: tuple(re.compile(pattern, re.IGNORECASE) for pattern in patterns)
+    for name, patterns in _FIELD_PATTERNS.items()
+}
+
+
+def extract_numbers(text: str) -> dict[str, str]:
+    """The numbers a sentence gives, as strings (like regex-captured fields)."""
+    found: dict[str, str] = {}
+    for name, patterns in _COMPILED_FIELDS.items():
+        for pattern in patterns:
+            match = pattern.search(text)
+            if match:
+                found[name] = match.group(1)
+                break
+    return found
+
+
+@dataclass
+class SymptomMatch:
+    """An entry whose symptom regexes matched, and how well."""
+
+    entry: object
+    matched: list[str]
+    total: int
+    specificity: float
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _compile(regex: object) -> re.Pattern[str] | None:
+    """Symptoms are case-insensitive whatever the pattern object says."""
+    source = str(getattr(regex, "regex", regex))
+    if source not in _compiled:
+        try:
+            _compiled[source] = re.compile(source, re.IGNORECASE)
+        except re.error:
+            return None
+    return _compiled[source]
+
+
+def symptom_regexes(entry: object) -> list[object]:
+    return list(getattr(entry, "symptoms", None) or [])
+
+
+def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
+    """Entries whose symptoms match ``text``, best first.
+
+    Better means more of the entry's symptom regexes matched, then longer
+    matched text (a long specific phrase beats a bare keyword), then id.
+    """
+    results: list[SymptomMatch] = []
+    for entry in entries:
+        regexes = symptom_regexes(entry)
+        if not regexes:
+            continue
+        matched: list[str] = []
+        captured: dict[str, str] = {}
+        matched_chars = 0
+        for regex in regexes:
+            compiled = _compile(regex)
+            found = compiled.search(text) if compiled else None
+            if found:
+                matched.append(compiled.pattern)
+                matched_chars += len(found.group(0))
+                captured.update({k: v for k, v in found.groupdict().items() if v is not None})
+        if matched:
+            specificity = matched_chars / (matched_chars + 20)
+            results.append(SymptomMatch(entry, matched, len(regexes), specificity, captured))
+    results.sort(key=lambda m: (-len(m.matched), -m.specificity, str(getattr(m.entry, "id", ""))))
+    return results
