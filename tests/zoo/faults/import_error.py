@@ -1,0 +1,1 @@
+import torch_does_not_exist  # noqa: F401
