@@ -1,0 +1,193 @@
+"""Rich text for a Diagnosis: the error as understood, then the ranked entries.
+
+Shared by ``diagnose``, ``run`` and ``check``; it knows nothing of Textual.
+Rich is imported inside the functions so that importing this module costs
+nothing for commands that end up printing JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from torchdoctor.probes_manifest import PROBES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from torchdoctor.match import Diagnosis, Match
+
+MESSAGE_LIMIT = 400
+
+FIVE_PHASES = (
+    ("Reproduce", ("Make it fail on demand with the smallest input: one batch, num_workers=0, "
+                  "a fixed seed (torch.manual_seed(0)), on the CPU if you can.")),
+    ("Gather information", ("Keep the whole traceback (every 'During handling' link), note torch "
+                           "and CUDA versions (`python -m torch.utils.collect_env`) and print the "
+                           "shapes, dtypes and devices of the inputs at the failing line.")),
+    ("Hypothesize", ("Write down two or three concrete causes (wrong shape from the data, a layer "
+                    "built for another input size, a tensor left on the CPU) before changing "
+                    "anything.")),
+    ("Test", ("Test one hypothesis at a time with a probe: `torchdoctor run train.py` runs the "
+             "script under watch; `torchdoctor check FILE.py:build` runs the training checkup "
+             "on a harness.")),
+    ("Fix and verify", ("Change one thing, rerun the repro to see the error gone, then run a few "
+                       "real steps to check the loss still falls.")),
+)
+
+
+def make_console(file: Any = None) -> Console:
+    """A console that prints plain text (no colour codes) unless writing to a terminal."""
+    from rich.console import Console
+
+    stream = file or sys.stdout
+    plain = not _isatty(stream) or "NO_COLOR" in os.environ
+    return Console(file=stream, color_system=None if plain else "auto", highlight=False,
+                   soft_wrap=False, emoji=False)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """Long messages (a tensor repr, a state_dict key list) cut in the middle."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    keep = limit // 2 - 3
+    return f"{text[:keep]} … {text[-keep:]}"
+
+
+def probe_command(probe: str) -> str:
+    """How a person runs one probe from the shell."""
+    spec = PROBES.get(probe)
+    needs = spec.needs if spec else "target"
+    if needs == "nothing":
+        return f"torchdoctor check --only {probe}"
+    if needs == "harness":
+        return f"torchdoctor check FILE.py:build --only {probe}"
+    return f"torchdoctor run train.py --only {probe}   (or: check FILE.py:build --only {probe})"
+
+
+def render_diagnosis(diagnosis: Diagnosis, console: Console, top: int = 3) -> None:
+    render_error(diagnosis, console)
+    matches = diagnosis.matches[:top]
+    if not matches:
+        render_no_match(diagnosis, console)
+        return
+    more = len(diagnosis.matches) - len(matches)
+    console.print()
+    heading = "What it probably is" + (f" (best {len(matches)} of {len(diagnosis.matches)})"
+                                       if more else "")
+    console.print(f"[bold]{heading}[/bold]")
+    for rank, match in enumerate(matches, start=1):
+        render_match(match, console, rank, detailed=rank == 1)
+
+
+def render_error(diagnosis: Diagnosis, console: Console) -> None:
+    from rich.markup import escape
+
+    error = diagnosis.error
+    if error is None:
+        console.print("[bold]No traceback found;[/bold] reading the text as a description of "
+                      "a symptom.")
+        if diagnosis.prose_fields:
+            numbers = ", ".join(f"{k} = {v}" for k, v in diagnosis.prose_fields.items())
+            console.print(f"  numbers read: {escape(numbers)}")
+        return
+    console.print("[bold]The error[/bold]")
+    kind = error.type or "(exception type not shown)"
+    console.print(f"  [bold red]{escape(kind)}[/bold red]: {escape(shorten(error.message))}")
+    frame = error.user_frame
+    if frame is not None:
+        where = f"{frame.file}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
+        console.print(f"  at {escape(where)}")
+        if frame.code:
+            console.print(f"      {escape(frame.code.strip())}")
+    console.print(f"  phase: {error.phase.replace('_', ' ')}")
+    for note in _extras_notes(error.extras or {}):
+        console.print(f"  {escape(note)}")
+
+
+def _extras_notes(extras: dict) -> list[str]:
+    notes = []
+    worker = extras.get("dataloader_worker")
+    if worker is not None:
+        notes.append(f"raised inside DataLoader worker process {worker}")
+    failed = extras.get("failed_ranks") or []
+    if failed:
+        notes.append("failed ranks: " + ", ".join(str(rank) for rank in failed))
+    for line in (extras.get("cuda_asserts") or [])[:1]:
+        text = line if isinstance(line, str) else str(line.get("text") or line)
+        notes.append(f"CUDA assertion: {shorten(text, 200)}")
+    others = extras.get("other_errors") or []
+    if others:
+        notes.append(f"{len(others)} other error(s) in the paste; diagnosing the first root one")
+    if extras.get("truncated"):
+        notes.append("the paste looks truncated; the diagnosis uses what is there")
+    return notes
+
+
+def render_match(match: Match, console: Console, rank: int, detailed: bool) -> None:
+    from rich.markup import escape
+
+    entry = match.entry
+    console.print()
+    console.print(f"[bold]{rank}. {escape(entry.title)}[/bold]  [dim]{entry.id}  "
+                  f"score {match.score:.2f}[/dim]")
+    console.print(f"   [dim]why this entry: {escape(match.reason)}[/dim]")
+    for fact in match.facts:
+        console.print(f"   • {escape(fact)}")
+    hypotheses = match.hypotheses if detailed else match.hypotheses[:2]
+    for number, hypothesis in enumerate(hypotheses, start=1):
+        _render_hypothesis(hypothesis, console, number, detailed)
+    hidden = len(match.hypotheses) - len(hypotheses)
+    if hidden:
+        console.print(f"   [dim]… {hidden} more hypotheses (--json shows them all)[/dim]")
+
+
+def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed: bool) -> None:
+    from rich.markup import escape
+
+    console.print(f"   [bold]H{number}[/bold] {escape(hypothesis['statement'])}")
+    if detailed and hypothesis.get("predicts"):
+        console.print(f"      predicts: {escape(hypothesis['predicts'])}")
+    probe = hypothesis.get("probe")
+    if probe:
+        console.print(f"      test it: {escape(probe_command(probe['name']))}")
+    fix = hypothesis.get("fix")
+    if not fix:
+        return
+    console.print(f"      fix: {escape(fix['summary'])}")
+    if detailed and (fix.get("before") or fix.get("after")):
+        _render_snippets(fix, console)
+
+
+def _render_snippets(fix: dict, console: Console) -> None:
+    from rich.padding import Padding
+    from rich.syntax import Syntax
+
+    for label in ("before", "after"):
+        code = (fix.get(label) or "").rstrip()
+        if code:
+            console.print(f"      {label}:")
+            console.print(Padding(Syntax(code, "python", theme="ansi_dark",
+                                         background_color="default"), (0, 0, 0, 8)))
+
+
+def render_no_match(diagnosis: Diagnosis, console: Console) -> None:
+    console.print()
+    if diagnosis.error is None:
+        console.print("[bold]Nothing matched:[/bold] no traceback was found and no known "
+                      "symptom matches this description.")
+    else:
+        console.print("[bold]Nothing matched:[/bold] no knowledge-base entry recognises this "
+                      "error yet.")
+    console.print("Work through it in five phases:")
+    for number, (name, step) in enumerate(FIVE_PHASES, start=1):
+        console.print(f"  {number}. [bold]{name}[/bold]: {step}")
