@@ -18,10 +18,13 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torchdoctor import wire
 from torchdoctor.probes_manifest import PROBES
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 CAPTURE_LIMIT = 64 * 1024
 STDERR_TAIL_LINES = 20
@@ -285,7 +288,7 @@ class PatientClient:
         except subprocess.TimeoutExpired:
             pass
 
-    def __enter__(self) -> PatientClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

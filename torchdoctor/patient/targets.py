@@ -17,7 +17,7 @@ import sysconfig
 import traceback
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -28,6 +28,9 @@ from torch.nn.modules.module import (
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from torchdoctor.patient.context import ProbeContext
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 INPUT_NAMES = ("x", "inputs", "input", "images", "imgs", "data", "features", "src",
                "tokens", "input_ids", "xb")
@@ -149,7 +152,7 @@ def _import_target(target: str) -> types.ModuleType:
         sys.modules[name] = module
         try:
             spec.loader.exec_module(module)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 — any exception of the user's is theirs
             sys.modules.pop(name, None)
             raise UserCodeError(exc) from None
         return module
@@ -161,7 +164,7 @@ def _import_target(target: str) -> types.ModuleType:
         if exc.name and target.startswith(exc.name):
             raise TargetError(f"cannot import {target!r}: no module named {exc.name!r}") from None
         raise UserCodeError(exc) from None
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 — any exception of the user's is theirs
         raise UserCodeError(exc) from None
 
 
@@ -181,7 +184,7 @@ def load_harness(spec: str) -> ProbeContext:
         raise TargetError(f"{target}:{name} is a {type(factory).__name__}, not a callable")
     try:
         parts = factory()
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 — any exception of the user's is theirs
         raise UserCodeError(exc) from None
     return context_from_parts(parts, f"{target}:{name}")
 
@@ -268,7 +271,7 @@ class CallRecorder:
     def _step(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
         self.optimizer = optimizer
 
-    def __enter__(self) -> CallRecorder:
+    def __enter__(self) -> Self:
         self._handles = [
             register_module_forward_pre_hook(self._pre),
             register_module_forward_hook(self._post, always_call=True),
@@ -411,7 +414,7 @@ def run_script(path: str, argv: list[str] | None = None,
                 namespace = runpy.run_path(path, run_name="__main__")
             except SystemExit as stop:
                 exited, exit_code = "sys.exit", _exit_code(stop.code)
-            except BaseException as raised:
+            except BaseException as raised:  # noqa: BLE001 — reported, not re-raised
                 exc, exited, exit_code = raised, "raised", 1
     finally:
         sys.argv = saved_argv

@@ -85,7 +85,7 @@ class Worker:
             return wire.error_reply(msg_id, "TargetError", str(exc))
         except RequestError as exc:
             return wire.error_reply(msg_id, exc.kind, str(exc))
-        except BaseException as exc:  # a bug in torchdoctor must not end the patient
+        except BaseException as exc:  # noqa: BLE001 — a bug in a handler must not end the patient
             return wire.error_reply(msg_id, type(exc).__name__, str(exc),
                                     traceback.format_exc())
 
@@ -137,7 +137,7 @@ class Worker:
         started = time.perf_counter()
         try:
             result = dict(registry[name](self.context, **params))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — a failing probe is a finding
             result = {
                 "status": "error", "summary": f"the {name} probe raised "
                 f"{type(exc).__name__}: {exc}", "facts": {}, "location": None,
