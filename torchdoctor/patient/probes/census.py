@@ -1,0 +1,179 @@
+"""The ``census`` probe: what every tensor in the setup is, grouped so the odd one stands out.
+
+Most "expected all tensors to be on the same device" and "expected scalar type"
+errors are visible at a glance once parameters are grouped by dtype, device
+and trainability and only the exceptions are listed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchdoctor.patient.context import ProbeContext
+from torchdoctor.patient.probes import probe, result
+from torchdoctor.patient.probes._util import (
+    classes_out,
+    describe,
+    first_line,
+    iter_tensors,
+    never_raises,
+    preserved,
+)
+
+_CLASS_INDEX_LOSSES = (nn.CrossEntropyLoss, nn.NLLLoss)
+
+
+def group_tensors(named: list[tuple[str, torch.Tensor]], grad: bool) -> dict[str, Any]:
+    """"52 parameters: float32 on cpu, all trainable", with the names that differ."""
+    def key(t: torch.Tensor) -> tuple:
+        return (str(t.dtype).replace("torch.", ""), str(t.device),
+                bool(t.requires_grad) if grad else None)
+
+    counts = Counter(key(t) for _, t in named)
+    groups = [
+        {"dtype": k[0], "device": k[1], "trainable": k[2], "count": n,
+         "elements": sum(t.numel() for _, t in named if key(t) == k)}
+        for k, n in counts.most_common()
+    ]
+    exceptions = []
+    if len(groups) > 1:
+        common = counts.most_common(1)[0][0]
+        exceptions = [{"name": name, "dtype": str(t.dtype), "device": str(t.device),
+                       "requires_grad": bool(t.requires_grad)}
+                      for name, t in named if key(t) != common][:20]
+    return {"count": len(named), "groups": groups, "exceptions": exceptions,
+            "text": _group_text(len(named), groups, grad)}
+
+
+def _group_text(count: int, groups: list[dict[str, Any]], grad: bool) -> str:
+    if not groups:
+        return "none"
+    parts = []
+    for g in groups:
+        trainable = "" if not grad else (", trainable" if g["trainable"] else ", frozen")
+        parts.append(f"{g['count']} {g['dtype']} on {g['device']}{trainable}")
+    if len(groups) == 1:
+        only = groups[0]
+        trainable = "" if not grad else (", all trainable" if only["trainable"] else ", all frozen")
+        return f"{count}: {only['dtype']} on {only['device']}{trainable}"
+    return f"{count}: " + "; ".join(parts)
+
+
+def class_index_loss(loss_fn: Any) -> bool:
+    if isinstance(loss_fn, _CLASS_INDEX_LOSSES):
+        return True
+    name = getattr(loss_fn, "__name__", "") or type(loss_fn).__name__
+    return name in ("cross_entropy", "nll_loss")
+
+
+def output_classes(ctx: ProbeContext) -> tuple[int | None, str | None]:
+    """The class dimension of one no-grad forward, when the forward runs at all."""
+    try:
+        with preserved(ctx.model, parameters=False), torch.no_grad():
+            output = ctx.forward()
+    except Exception as exc:  # noqa: BLE001 - the user's forward failing is a fact
+        return None, f"{type(exc).__name__}: {first_line(str(exc), 160)}"
+    tensor = next(iter_tensors(output), None)
+    if tensor is None or tensor.dim() == 0:
+        return None, None
+    return int(tensor.shape[1] if tensor.dim() >= 2 else tensor.shape[-1]), None
+
+
+@probe("census")
+@never_raises
+def census(ctx: ProbeContext) -> dict:
+    model = ctx.model
+    inputs, targets = ctx.inputs, ctx.targets
+    params = list(model.named_parameters()) if model is not None else []
+    buffers = list(model.named_buffers()) if model is not None else []
+    facts: dict[str, Any] = {
+        "inputs": describe(inputs, stats=True),
+        "targets": describe(targets, stats=True),
+        "parameters": group_tensors(params, grad=True),
+        "buffers": group_tensors(buffers, grad=False),
+        "params_count": len(params),
+        "frozen_count": sum(1 for _, p in params if not p.requires_grad),
+        "training": model.training if model is not None else None,
+        "mode_disagrees": [name for name, m in model.named_modules()
+                           if m.training != model.training][:20] if model is not None else [],
+        "loss_fn": type(ctx.loss_fn).__name__ if ctx.loss_fn is not None else None,
+    }
+    target = next(iter_tensors(targets), None)
+    facts.update(target_dtype=str(target.dtype) if target is not None else None,
+                 target_min=None, target_max=None)
+    if target is not None and target.numel() and not target.is_complex():
+        with torch.no_grad():
+            low, high = target.min().item(), target.max().item()
+        facts.update(target_min=low, target_max=high)
+    classes, forward_error = classes_out(ctx), None
+    if classes is None and model is not None and ctx.error is None:
+        classes, forward_error = output_classes(ctx)
+    facts["classes_out"] = classes
+    facts["forward_error"] = forward_error
+    integer_target = target is not None and not target.is_floating_point() \
+        and target.dtype != torch.bool
+    facts["label_out_of_range"] = bool(
+        integer_target and classes is not None and target.numel()
+        and (facts["target_min"] < 0 or facts["target_max"] >= classes))
+    _devices_and_dtypes(facts, inputs, targets, params, buffers)
+    problems, oddities = _judge(ctx, facts, target)
+    facts["problems"], facts["oddities"] = problems, oddities
+    status = "fail" if problems else "warn" if oddities else "pass"
+    head = f"parameters {facts['parameters']['text']}; {'train' if facts['training'] else 'eval'}"
+    head += " mode" if model is not None else ""
+    summary = "; ".join(problems or oddities) if (problems or oddities) else head
+    return result(status, summary, facts)
+
+
+def _devices_and_dtypes(facts: dict[str, Any], inputs: Any, targets: Any,
+                        params: list, buffers: list) -> None:
+    where: dict[str, set[str]] = {}
+    for label, tensors in (("inputs", list(iter_tensors(inputs))),
+                           ("targets", list(iter_tensors(targets))),
+                           ("parameters", [t for _, t in params]),
+                           ("buffers", [t for _, t in buffers])):
+        for t in tensors:
+            where.setdefault(str(t.device), set()).add(label)
+    facts["devices"] = {device: sorted(labels) for device, labels in where.items()}
+    facts["mixed_devices"] = len(where) > 1
+    float_dtypes: dict[str, set[str]] = {}
+    for label, tensors in (("inputs", list(iter_tensors(inputs))),
+                           ("parameters", [t for _, t in params])):
+        for t in tensors:
+            if t.is_floating_point():
+                float_dtypes.setdefault(str(t.dtype), set()).add(label)
+    facts["dtypes"] = {dtype: sorted(labels) for dtype, labels in float_dtypes.items()}
+    facts["mixed_dtypes"] = len(float_dtypes) > 1
+
+
+def _judge(ctx: ProbeContext, facts: dict[str, Any],
+           target: torch.Tensor | None) -> tuple[list[str], list[str]]:
+    problems: list[str] = []
+    oddities: list[str] = []
+    if facts["mixed_devices"]:
+        places = ", ".join(f"{'/'.join(v)} on {k}" for k, v in facts["devices"].items())
+        problems.append(f"tensors on more than one device: {places}")
+    if facts["mixed_dtypes"]:
+        kinds = ", ".join(f"{'/'.join(v)} {k}" for k, v in facts["dtypes"].items())
+        problems.append(f"floating dtypes differ: {kinds}")
+    if facts["label_out_of_range"]:
+        problems.append(f"labels span {facts['target_min']}..{facts['target_max']} but the "
+                        f"model emits {facts['classes_out']} classes (valid 0.."
+                        f"{facts['classes_out'] - 1})")
+    facts["target_not_class_index"] = bool(
+        target is not None and class_index_loss(ctx.loss_fn) and target.is_floating_point()
+        and target.dim() <= 1)
+    if facts["target_not_class_index"]:
+        problems.append(f"{facts['loss_fn']} needs class indices (int64) but the targets are "
+                        f"{target.dtype}")
+    if facts["mode_disagrees"]:
+        oddities.append(f"{len(facts['mode_disagrees'])} submodules are in "
+                        f"{'eval' if facts['training'] else 'train'} mode while the model is not:"
+                        f" {', '.join(facts['mode_disagrees'][:3])}")
+    if facts["params_count"] and facts["frozen_count"] == facts["params_count"]:
+        oddities.append("every parameter is frozen (requires_grad=False)")
+    return problems, oddities
