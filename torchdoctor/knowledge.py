@@ -84,6 +84,7 @@ _SLUG = re.compile(r"[a-z0-9_]+\Z")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONDITION_INDEX = re.compile(r"condition (\d+): ")
 _CACHE_FORMAT = 1
+_UNREADABLE = object()  # a file whose problem is already reported
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ class _FileChecker:
 
     def check(self) -> list[Entry]:
         data = self._read()
-        if data is None:
+        if data is _UNREADABLE:
             return []
         if not isinstance(data, dict) or "entries" not in data:
             self.error(_line(data, 1), "a knowledge file is a mapping with one key, 'entries'")
@@ -345,10 +346,10 @@ class _FileChecker:
             text = self.path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
             self.error(0, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-            return None
+            return _UNREADABLE
         except OSError as exc:
             self.error(0, f"cannot read: {exc.strerror}")
-            return None
+            return _UNREADABLE
         try:
             return yaml.load(text, Loader=_line_loader())
         except yaml.YAMLError as exc:
@@ -357,7 +358,7 @@ class _FileChecker:
             context = getattr(exc, "context", None)
             detail = f"{problem} ({context})" if context else problem
             self.error(mark.line + 1 if mark else 0, f"YAML syntax error: {detail}")
-            return None
+            return _UNREADABLE
 
     def _entry(self, raw: dict) -> Entry | None:
         entry_id = raw.get("id")

@@ -1,0 +1,231 @@
+"""The knowledge-base loader and validator.
+
+Each directory under fixtures/kb_bad holds one class of mistake; the lines
+that must be reported end in ``# expect: TEXT``, and the test fails on any
+missing or extra error, so the fixtures document the validator.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdoctor import knowledge
+from torchdoctor.knowledge import (
+    KBError,
+    KnowledgeError,
+    check_dir,
+    load_knowledge,
+    shipped_dir,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+GOOD = FIXTURES / "kb_good"
+BAD_CASES = sorted(p.name for p in (FIXTURES / "kb_bad").iterdir() if p.is_dir())
+EXPECT = re.compile(r"#\s*expect:\s*(.+?)\s*$")
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path, monkeypatch):
+    """Keep the user's real config and cache out of every test."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("TORCHDOCTOR_KB", raising=False)
+    return tmp_path
+
+
+def expectations(case: Path) -> set[tuple[str, int, str]]:
+    found = set()
+    for file in sorted(case.iterdir()):
+        for number, text in enumerate(file.read_text().splitlines(), start=1):
+            match = EXPECT.search(text)
+            if match:
+                found.add((file.name, number, match.group(1)))
+    return found
+
+
+def test_the_good_fixture_loads_with_every_field():
+    assert check_dir(GOOD) == []
+    kb = load_knowledge([GOOD], include_user=False, use_cache=False)
+    entry = kb.by_id["shape.linear_in_features"]
+    assert entry.category == "shape"
+    assert entry.patterns[0].type == "RuntimeError"
+    assert entry.patterns[0].groups == ("batch", "features", "in_features", "out_features")
+    message = "mat1 and mat2 shapes cannot be multiplied (64x57600 and 9216x128)"
+    assert entry.patterns[0].compiled.search(message).group("features") == "57600"
+    assert entry.derive == ["factorize_features"]
+    assert "torch.nn.Linear(9216, 128)" in entry.example
+    hypothesis = entry.hypotheses[0]
+    assert (hypothesis.id, hypothesis.probe, hypothesis.params) == (
+        "flatten_size",
+        "trace",
+        {"backward": False},
+    )
+    assert hypothesis.confirm == [{"fact": "feeding_module", "exists": True}]
+    assert hypothesis.fix.after.strip().startswith("self.fc = nn.Linear({features}, 128)")
+    assert entry.file.endswith("shape.yaml") and entry.line == 3
+    symptom = kb.by_id["training.loss_constant"]
+    assert symptom.symptoms[0].compiled.search("my LOSS STAYS the same")
+    assert [e.id for e in kb.symptom_entries] == ["training.loss_constant"]
+    assert "shape.broadcast" in [e.id for e in kb.pattern_entries]
+    assert list(kb.categories) == [c for c in knowledge.CATEGORIES if c in ("shape", "training")]
+
+
+@pytest.mark.parametrize("case", BAD_CASES)
+def test_each_mistake_is_reported_on_its_line(case):
+    directory = FIXTURES / "kb_bad" / case
+    expected = expectations(directory)
+    assert expected, f"fixture {case} marks no expected error"
+    errors = check_dir(directory)
+    got = {(Path(e.file).name, e.line, e.message) for e in errors}
+    missing = [
+        (name, line, text)
+        for name, line, text in expected
+        if not any(g[:2] == (name, line) and text in g[2] for g in got)
+    ]
+    extra = [
+        g for g in got
+        if not any(g[:2] == (name, line) and text in g[2] for name, line, text in expected)
+    ]
+    assert not missing and not extra, f"missing: {missing}\nextra: {extra}"
+
+
+def test_error_text_names_file_line_and_entry():
+    errors = check_dir(FIXTURES / "kb_bad" / "probe")
+    text = str(errors[0])
+    assert re.match(r".*kb_bad/probe/shape\.yaml:10: entry shape\.probe: hypothesis "
+                    r"'unknown_probe' names unknown probe 'tracee' \(known: env, ", text)
+    assert str(KBError("dir", 0, "no such knowledge directory")) == "dir: no such knowledge directory"
+
+
+def test_missing_directory_and_unreadable_text(tmp_path):
+    assert [e.message for e in check_dir(tmp_path / "absent")] == ["no such knowledge directory"]
+    (tmp_path / "shape.yaml").write_bytes(b"entries:\n  - id: \xff\xfe\n")
+    (error,) = check_dir(tmp_path)
+    assert error.line == 0 and "not UTF-8" in error.message
+
+
+def test_an_empty_file_is_reported(tmp_path):
+    (tmp_path / "shape.yaml").write_text("")
+    (error,) = check_dir(tmp_path)
+    assert "a mapping with one key, 'entries'" in error.message
+
+
+def test_loading_never_runs_yaml_tags(tmp_path):
+    (tmp_path / "shape.yaml").write_text(
+        "entries: !!python/object/apply:os.system ['echo hacked']\n"
+    )
+    (error,) = check_dir(tmp_path)
+    assert error.line == 1 and "YAML syntax error" in error.message
+
+
+def _user_entry(title: str, entry_id: str = "shape.broadcast") -> str:
+    return f"""entries:
+  - id: {entry_id}
+    title: {title}
+    category: shape
+    patterns:
+      - regex: 'The size of tensor a \\((?P<size_a>\\d+)\\)'
+    example: |
+      import torch
+      torch.ones(3) + torch.ones(4)
+    hypotheses:
+      - {{id: mine, statement: 'My own reading of {{size_a}}', why: w, fix: {{summary: f}}}}
+"""
+
+
+def test_user_dirs_override_in_place_and_merge(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    for file in GOOD.iterdir():
+        (shipped / file.name).write_text(file.read_text())
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: shipped)
+    config_kb = tmp_path / "config" / "torchdoctor" / "knowledge"
+    config_kb.mkdir(parents=True)
+    (config_kb / "shape.yaml").write_text(_user_entry("From the config dir"))
+    env_kb = tmp_path / "env_kb"
+    env_kb.mkdir()
+    (env_kb / "shape.yaml").write_text(_user_entry("Mine", "shape.my_own"))
+    monkeypatch.setenv("TORCHDOCTOR_KB", f"{env_kb}{__import__('os').pathsep}")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "shape.yaml").write_text(_user_entry("From --kb"))
+
+    kb = load_knowledge(use_cache=False)
+    assert [e.id for e in kb.entries] == [
+        "shape.linear_in_features", "shape.broadcast", "training.loss_constant", "shape.my_own"
+    ]
+    assert kb.by_id["shape.my_own"].title == "Mine"
+    assert kb.by_id["shape.broadcast"].title == "From the config dir"
+    assert kb.overrides[0][0] == "shape.broadcast"
+
+    kb = load_knowledge([extra], use_cache=False)
+    assert kb.by_id["shape.broadcast"].title == "From --kb"
+    assert kb.by_id["shape.broadcast"].hypotheses[0].id == "mine"
+    assert [o[0] for o in kb.overrides] == ["shape.broadcast", "shape.broadcast"]
+
+    kb = load_knowledge(include_user=False, use_cache=False)
+    assert kb.by_id["shape.broadcast"].title == "Two tensors cannot be broadcast together"
+
+
+def test_a_bad_user_file_is_skipped_and_reported(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: GOOD)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "shape.yaml").write_text(_user_entry("Good", "shape.kept"))
+    (user / "training.yaml").write_text("entries:\n  - id: training.x\n    titel: typo\n")
+    kb = load_knowledge([user, tmp_path / "nowhere"], include_user=False, use_cache=False)
+    assert "shape.kept" in kb.by_id and "training.x" not in kb.by_id
+    assert {Path(p.file).name for p in kb.problems} == {"training.yaml", "nowhere"}
+    err = capsys.readouterr().err
+    assert "training.yaml:3: entry training.x: unknown key 'titel'; did you mean 'title'?" in err
+    assert "nowhere: no such knowledge directory" in err
+    assert "left out of the knowledge base" in err
+
+
+def test_an_invalid_shipped_kb_raises_with_every_error(monkeypatch):
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: FIXTURES / "kb_bad" / "template")
+    with pytest.raises(KnowledgeError) as raised:
+        load_knowledge(include_user=False, use_cache=False)
+    assert len(raised.value.errors) == 4
+    assert "shape.yaml:11: entry shape.template" in str(raised.value)
+
+
+def test_the_cache_is_used_and_invalidated(tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "shape.yaml").write_text(_user_entry("First"))
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: shipped)
+    first = load_knowledge(include_user=False)
+    assert list((tmp_path / "cache" / "torchdoctor").glob("knowledge-*.pickle"))
+    cached = load_knowledge(include_user=False)
+    assert cached.by_id["shape.broadcast"].title == "First"
+    assert cached.by_id["shape.broadcast"].patterns[0].compiled.search("The size of tensor a (3)")
+    assert cached is not first
+    (shipped / "shape.yaml").write_text(_user_entry("Second, a longer title"))
+    assert load_knowledge(include_user=False).by_id["shape.broadcast"].title.startswith("Second")
+
+
+def test_the_shipped_knowledge_base_is_valid():
+    directory = shipped_dir()
+    errors = check_dir(directory)
+    assert not errors, "\n".join(str(e) for e in errors)
+    kb = load_knowledge(include_user=False, use_cache=False)
+    assert len(kb) == sum(1 for _ in kb.entries)
+    for entry in kb.entries:
+        assert entry.file.startswith(str(directory))
+
+
+def test_loading_imports_neither_torch_nor_textual():
+    code = (
+        "import sys; from torchdoctor.knowledge import load_knowledge;"
+        "load_knowledge(include_user=False, use_cache=False);"
+        "print(sorted(m for m in ('torch', 'textual') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent, check=True)
+    assert out.stdout.strip() == "[]"
