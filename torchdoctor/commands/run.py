@@ -1,10 +1,223 @@
-"""Placeholder until this command lands."""
+"""``torchdoctor run [--no-tui] [--json] [--timeout S] [--top N] SCRIPT [ARGS…]``.
+
+Runs the script as ``__main__`` in a patient. When it raises, the traceback
+is diagnosed without any pasting and each top hypothesis is tested on the
+live objects the patient recovered from the failing frames.
+
+Exit status: 0 a cause was confirmed or the script ran clean, 1 the script
+failed and nothing was confirmed, 2 usage error (no such script, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_UNCONFIRMED, EXIT_USAGE = 0, 1, 2
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-tui", action="store_true",
+                        help="print the diagnosis instead of opening the app")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object: target, error, matches, findings")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                        help="stop the script after S seconds (default 600)")
+    parser.add_argument("--top", type=int, default=3, metavar="N",
+                        help="test the hypotheses of the N best matches (default 3)")
+    parser.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="arguments passed to the script as its own sys.argv[1:]")
 
 
-def run(args):
-    print("torchdoctor run: not built yet")
-    return 2
+def run(args: argparse.Namespace) -> int:
+    problem = _usage_problem(args)
+    if problem:
+        print(f"torchdoctor run: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    from torchdoctor.patient.client import PatientClient, PatientError
+
+    script = os.path.abspath(args.script)
+    try:
+        client = PatientClient.start()
+    except PatientError as exc:
+        print(f"torchdoctor run: could not start the patient process: {exc}", file=sys.stderr)
+        return EXIT_UNCONFIRMED
+    with client:
+        try:
+            report = client.run_script(script, args.args, timeout=args.timeout)
+        except PatientError as exc:
+            outcome = _outcome_of_crash(args.script, exc)
+        else:
+            outcome = _investigate(args, report, client)
+    if args.json:
+        json.dump(outcome, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        sys.stdout.write("\n")
+    else:
+        _echo_output(outcome)
+        if args.no_tui or not open_app_or_text(outcome):
+            print_text(outcome)
+    return outcome_status(outcome)
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    if args.top < 1:
+        return "--top must be 1 or more"
+    if args.timeout <= 0:
+        return "--timeout must be a positive number of seconds"
+    if not os.path.exists(args.script):
+        return f"{args.script}: no such script"
+    if not os.path.isfile(args.script):
+        return f"{args.script}: not a file (give the Python script to run)"
+    if args.script.endswith(".py") is False and ":" in os.path.basename(args.script):
+        return f"{args.script}: run takes a script; for a harness use 'torchdoctor check'"
+    return None
+
+
+def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) -> dict:
+    outcome: dict[str, Any] = {
+        "target": args.script, "argv": list(args.args), "exited": report["exited"],
+        "exit_code": report["exit_code"], "error": None, "matches": [], "findings": [],
+        "found": report.get("found", {}), "stdout": report.get("stdout", ""),
+        "stderr": report.get("stderr", ""),
+    }
+    if report["exited"] != "raised":
+        return outcome
+    from torchdoctor.investigate import factory_for, test_hypotheses
+    from torchdoctor.knowledge import KnowledgeError, load_knowledge
+    from torchdoctor.match import diagnose
+
+    try:
+        kb = load_knowledge(getattr(args, "kb", None) or ())
+    except KnowledgeError as error:
+        outcome["error"] = {"type": report["error"]["type"],
+                            "message": report["error"]["message"]}
+        outcome["kb_problems"] = [str(p) for p in error.errors]
+        return outcome
+    diagnosis = diagnose(report["traceback"], kb)
+    shape = diagnosis.to_dict()
+    outcome["error"] = shape["error"]
+    outcome["matches"] = shape["matches"][: args.top]
+    findings = test_hypotheses(diagnosis, factory_for(client), top=args.top)
+    outcome["findings"] = [finding.to_dict() for finding in findings]
+    return outcome
+
+
+def _outcome_of_crash(script: str, exc: Exception) -> dict:
+    """The patient died or hung: that is the finding, and the doctor lives on."""
+    kind = type(exc).__name__
+    exited = "timeout" if kind == "PatientTimeout" else "died"
+    return {
+        "target": script, "exited": exited, "exit_code": getattr(exc, "returncode", None),
+        "signal": getattr(exc, "signal", None),
+        "error": {"type": kind, "message": str(exc)}, "matches": [], "findings": [],
+    }
+
+
+def outcome_status(outcome: dict) -> int:
+    if outcome["exited"] == "clean" or (outcome["exited"] == "sys.exit"
+                                        and outcome["exit_code"] == 0):
+        return EXIT_OK
+    if any(f["verdict"] == "confirmed" for f in outcome["findings"]):
+        return EXIT_OK
+    return EXIT_UNCONFIRMED
+
+
+def open_app_or_text(outcome: dict) -> bool:
+    """Open the app at this diagnosis when it exists and a terminal is there to show it.
+
+    Returns False when the caller should print the text form instead.
+    """
+    if not (sys.stdout.isatty() and sys.stdin.isatty()):
+        return False
+    try:
+        from torchdoctor import tui
+    except ImportError:
+        return False
+    opener = getattr(tui, "open_run_outcome", None)
+    if opener is None:
+        return False
+    opener(outcome)
+    return True
+
+
+def _echo_output(outcome: dict) -> None:
+    """The script's own output first, as ``python SCRIPT`` would have shown it."""
+    if outcome.get("stdout"):
+        sys.stdout.write(outcome["stdout"])
+    if outcome.get("stderr"):
+        sys.stderr.write(outcome["stderr"])
+    sys.stdout.flush()
+
+
+def print_text(outcome: dict) -> None:
+    """What is wrong and where, in a few lines."""
+    name = os.path.basename(outcome["target"])
+    exited = outcome["exited"]
+    if exited == "clean":
+        print(f"torchdoctor: {name} finished without an exception")
+        return
+    if exited == "sys.exit":
+        print(f"torchdoctor: {name} exited with code {outcome['exit_code']} (sys.exit);"
+              " no exception to diagnose")
+        return
+    error = outcome.get("error") or {}
+    if exited in ("died", "timeout"):
+        print(f"torchdoctor: {error.get('message')}")
+        return
+    print(f"torchdoctor: {name} raised {error.get('type')}: {_first_line(error.get('message'))}")
+    frame = error.get("user_frame")
+    if frame:
+        print(f"  at {frame.get('file')}:{frame.get('line')} in {frame.get('function')}:"
+              f" {frame.get('code') or ''}".rstrip())
+    if outcome.get("kb_problems"):
+        print("  the knowledge base is invalid; nothing was tested:")
+        for problem in outcome["kb_problems"]:
+            print(f"    {problem}")
+        return
+    if not outcome["matches"]:
+        print("  no knowledge-base entry matches this error")
+        return
+    hypotheses = _hypotheses_by_id(outcome["matches"])
+    confirmed = [f for f in outcome["findings"] if f["verdict"] == "confirmed"]
+    for finding in confirmed:
+        hyp = hypotheses.get(finding["hypothesis"], {})
+        print(f"confirmed: {hyp.get('statement') or finding['hypothesis']}")
+        print(f"  evidence ({finding['probe']}): {finding['summary']}")
+        where = _where(finding.get("location"))
+        if where:
+            print(f"  where: {where}")
+        fix = hyp.get("fix") or {}
+        if fix.get("summary"):
+            print(f"  fix: {fix['summary']}")
+    if not confirmed:
+        best = outcome["matches"][0]
+        print(f"likely: {best.get('title')} ({best.get('entry')}); no hypothesis was confirmed")
+    others = [f for f in outcome["findings"] if f["verdict"] != "confirmed"]
+    for finding in others:
+        print(f"  {finding['verdict']}: {finding['hypothesis']} — {finding['summary']}")
+
+
+def _hypotheses_by_id(matches: list[dict]) -> dict[str, dict]:
+    return {f"{m['entry']}/{h['id']}": h for m in matches for h in m.get("hypotheses", [])}
+
+
+def _where(location: dict | None) -> str:
+    if not location:
+        return ""
+    parts = []
+    if location.get("module"):
+        parts.append(f"module {location['module']}")
+    if location.get("op"):
+        parts.append(f"op {location['op']}")
+    if location.get("file"):
+        line = f":{location['line']}" if location.get("line") else ""
+        parts.append(f"{location['file']}{line}")
+    return ", ".join(parts)
+
+
+def _first_line(text: Any) -> str:
+    return str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
