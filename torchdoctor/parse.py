@@ -1,0 +1,200 @@
+"""Pasted text → the error to diagnose: ``parse_traceback(text) -> ParsedError | None``.
+
+Torch-free, pure and deterministic. Choices worth knowing:
+
+* Several tracebacks in one paste: the first complete one is diagnosed, because in
+  logs the first failure is usually the cause and later ones its consequences (other
+  ranks timing out, a shutdown ``Exception ignored in`` trace, the launcher's
+  ``ChildFailedError``). Launcher summaries are skipped when a real error exists, and
+  the rank that torchelastic names as "Root Cause" is preferred. The rest are listed
+  in ``extras["other_errors"]``.
+* Chains: ``root`` is the oldest link. For ``cause`` chains that is the underlying
+  error; for ``context`` chains it is the original failure, and the later link is
+  usually a bug in the handling code that disappears once the original is fixed.
+  A DataLoader worker wrapper's inner traceback becomes its own link and the root.
+* No traceback: a lone ``SomeError: message`` line, then a bare torch-like message
+  (``type`` None), then CUDA assert lines; ``None`` only when nothing reads as an
+  error, so the caller can try the prose-symptom path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boilerplate, warnings_seen
+from torchdoctor.parsing.focus import focus_on_errors
+from torchdoctor.parsing.lines import CleanLines, clean_lines
+from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
+from torchdoctor.parsing.phase import judge_phase
+from torchdoctor.parsing.scanner import (
+    FoundTraceback,
+    TracebackScanner,
+    read_exception_line,
+    short_type,
+)
+from torchdoctor.parsing.signature import message_signature
+
+__all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
+
+LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
+DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d+)")
+TORCH_LIKE_MESSAGE = re.compile(
+    r"shapes cannot be multiplied|must match the size of tensor|out of bounds|out of range"
+    r"|Expected .+ but (?:got|found)|does not require grad|modified by an inplace operation"
+    r"|cannot be converted to Scalar|is ambiguous|size mismatch|Error\(s\) in loading"
+    r"|device-side assert|CUDA error|out of memory|not implemented for|should be the same"
+    r"|Can't pickle|cannot re-initialize|view size is not compatible|Trying to backward"
+    r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
+    r"|must be a|expected scalar type|Given groups=|Expected input batch_size",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class _Candidate:
+    """A traceback found in one rank's lines, placed in the whole paste's order."""
+
+    position: int
+    rank: int | None
+    traceback: FoundTraceback
+
+    @property
+    def root(self) -> int:
+        worker = self.traceback.worker_link
+        return worker if worker is not None else 0
+
+    @property
+    def link(self) -> ChainLink:
+        return self.traceback.links[self.root]
+
+    def summary(self) -> str:
+        first = self.link.message.split("\n", 1)[0].strip()
+        text = f"{self.link.full_type or 'Error'}: {first}" if first else (
+            self.link.full_type or "Error")
+        return text if self.rank is None else f"[rank{self.rank}] {text}"
+
+
+def parse_traceback(text: str | bytes) -> ParsedError | None:
+    """The error to diagnose in ``text``, or None when the text holds no error at all."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        raise TypeError(f"parse_traceback expects text, not {type(text).__name__}")
+    if not text.strip():
+        return None
+    lines = clean_lines(focus_on_errors(text))
+    candidates = _find_tracebacks(lines)
+    extras = empty_extras()
+    extras["cuda_asserts"] = cuda_asserts(lines.texts)
+    extras["warnings"] = warnings_seen(lines.texts)
+    seen_ranks = {rank for rank in lines.ranks if rank is not None}
+    failed_ranks = {c.rank for c in candidates if c.rank is not None}
+    elastic_root = None
+    for candidate in candidates:
+        if candidate.link.type in LAUNCHER_SUMMARIES:
+            failed, root_rank = elastic_ranks(candidate.link.message)
+            failed_ranks.update(failed)
+            elastic_root = root_rank if elastic_root is None else elastic_root
+    extras["ranks"] = sorted(seen_ranks | failed_ranks)
+    extras["failed_ranks"] = sorted(failed_ranks)
+    if candidates:
+        chosen = _choose(candidates, elastic_root)
+        chain, root = chosen.traceback.links, chosen.root
+        extras["truncated"] = not chosen.traceback.complete
+        extras["cpp_frames"] = chosen.traceback.cpp_frames
+        extras["other_errors"] = _other_errors(candidates, chosen)
+    else:
+        chain = _lone_error(lines, extras)
+        root = 0
+        if not chain:
+            return None
+    for link in chain:
+        link.message, removed = split_boilerplate(link.message)
+        extras["boilerplate"].extend(removed)
+    diagnosed = chain[root]
+    worker = DATALOADER_WORKER.search(chain[-1].message) if root != len(chain) - 1 else None
+    extras["dataloader_worker"] = int(worker.group(1)) if worker else None
+    return ParsedError(
+        type=diagnosed.type,
+        full_type=diagnosed.full_type,
+        message=diagnosed.message,
+        frames=diagnosed.frames,
+        chain=chain,
+        root=root,
+        phase=judge_phase(chain, root, worker is not None),
+        user_frame=_user_frame(chain, root),
+        raw=text,
+        signature=message_signature(diagnosed.type, diagnosed.message),
+        extras=extras,
+    )
+
+
+def _find_tracebacks(lines: CleanLines) -> list[_Candidate]:
+    """Scan each rank's lines on their own, so interleaved ranks do not mix."""
+    groups: dict[int | None, list[int]] = {}
+    for index, rank in enumerate(lines.ranks):
+        groups.setdefault(rank, []).append(index)
+    candidates: list[_Candidate] = []
+    for rank, indices in groups.items():
+        if len(groups) == 1:
+            texts, records = lines.texts, lines.log_records
+        else:
+            texts = [lines.texts[i] for i in indices]
+            records = [lines.log_records[i] for i in indices]
+        for found in TracebackScanner(texts, records).scan():
+            candidates.append(_Candidate(indices[found.start], rank, found))
+    candidates.sort(key=lambda c: c.position)
+    return candidates
+
+
+def _choose(candidates: list[_Candidate], elastic_root: int | None) -> _Candidate:
+    pool = [c for c in candidates if c.traceback.complete] or candidates
+    pool = [c for c in pool if c.link.type not in LAUNCHER_SUMMARIES] or pool
+    if elastic_root is not None:
+        pool = [c for c in pool if c.rank == elastic_root] or pool
+    return pool[0]
+
+
+def _other_errors(candidates: list[_Candidate], chosen: _Candidate) -> list[str]:
+    summaries: dict[str, None] = {}
+    own = chosen.summary()
+    for candidate in candidates:
+        if candidate is not chosen and candidate.summary() != own:
+            summaries.setdefault(candidate.summary())
+    return list(summaries)
+
+
+def _lone_error(lines: CleanLines, extras: dict) -> list[ChainLink]:
+    """A paste without a traceback: a final ``Type: message`` line, or just a message."""
+    scanner = TracebackScanner(lines.texts, lines.log_records)
+    for index, raw in enumerate(lines.texts):
+        stripped = raw.strip()
+        exception = read_exception_line(stripped, strict=True)
+        if exception and not exception[0].endswith("Warning"):
+            full_type, first = exception
+            indent = len(raw) - len(raw.lstrip())
+            message, _ = scanner.read_message(index + 1, first, indent, FoundTraceback(
+                links=[], start=index, end=index, complete=True))
+            extras["source"] = "final_line"
+            return [ChainLink(type=short_type(full_type), message=message,
+                              full_type=full_type)]
+    for raw in lines.texts:
+        if TORCH_LIKE_MESSAGE.search(raw) and "Warning: " not in raw:
+            extras["source"] = "message_only"
+            return [ChainLink(type=None, message=raw.strip())]
+    if extras["cuda_asserts"]:
+        first = extras["cuda_asserts"][0]
+        extras["source"] = "cuda_assert"
+        return [ChainLink(type=None, message=f"Assertion `{first['assertion']}` failed.")]
+    return []
+
+
+def _user_frame(chain: list[ChainLink], root: int) -> Frame | None:
+    """The last user frame of the diagnosed link, else of the newest link that has one."""
+    order = [chain[root]] + [chain[i] for i in range(len(chain) - 1, -1, -1) if i != root]
+    for link in order:
+        for frame in reversed(link.frames):
+            if frame.is_user:
+                return frame
+    return None

@@ -1,0 +1,86 @@
+"""Turn a paste into clean lines: no colour codes, quote marks, rank or timestamp prefixes.
+
+People paste from terminals, notebooks, issue trackers and cluster logs; each adds its
+own decoration. Removing it here lets the scanner see plain Python tracebacks. Every
+line keeps its rank (``[rank1]:`` prefixes) and whether it opened a new log record,
+because a timestamp is the surest sign that an exception message has ended.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+BARE_ANSI = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
+RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ ]?")
+TIMESTAMP_PREFIX = re.compile(
+    r"\[?\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"[ \t]*(?:[|\-][ \t]*)?"
+)
+GLOG_PREFIX = re.compile(r"\[?[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +(?:\d+ )?[\w./-]+:\d+\][ ]?")
+QUOTE_PREFIX = re.compile(r"(?:>[ ]?)+")
+LONGEST_LINE = 65_536
+
+
+@dataclass
+class CleanLines:
+    """Parallel lists, one item per line; parallel lists keep a 10 MB log cheap."""
+
+    texts: list[str]
+    ranks: list[int | None]
+    log_records: list[bool]
+
+
+def strip_colour(text: str) -> str:
+    if "\x1b" in text:
+        text = ANSI_ESCAPE.sub("", text)
+    if "m" in text and BARE_ANSI.search(text):
+        text = BARE_ANSI.sub("", text)
+    return text
+
+
+def _is_quoted_paste(lines: list[str]) -> bool:
+    """A paste quoted with ``>`` marks on most lines (but not ``>>>`` prompts)."""
+    non_blank = [line for line in lines[:2000] if line.strip()]
+    if not non_blank:
+        return False
+    quoted = sum(1 for line in non_blank if line.startswith(">") and not line.startswith(">>>"))
+    return quoted * 2 >= len(non_blank)
+
+
+def clean_lines(text: str) -> CleanLines:
+    text = strip_colour(text)
+    lines = text.splitlines()
+    if _is_quoted_paste(lines):
+        lines = [
+            QUOTE_PREFIX.sub("", line, count=1) if line.startswith(">") else line
+            for line in lines
+        ]
+    texts: list[str] = []
+    ranks: list[int | None] = []
+    records: list[bool] = []
+    for line in lines:
+        if len(line) > LONGEST_LINE:
+            line = line[:LONGEST_LINE]
+        rank = None
+        record = False
+        first = line[:1]
+        if first == "[" or first.isdigit() or first in "IWEF":
+            match = RANK_PREFIX.match(line)
+            if match:
+                rank = int(match.group(1))
+                line = line[match.end():]
+            match = TIMESTAMP_PREFIX.match(line) or GLOG_PREFIX.match(line)
+            if match:
+                record = True
+                line = line[match.end():]
+                if rank is None:
+                    match = RANK_PREFIX.match(line)
+                    if match:
+                        rank = int(match.group(1))
+                        line = line[match.end():]
+        texts.append(line.rstrip())
+        ranks.append(rank)
+        records.append(record)
+    return CleanLines(texts, ranks, records)

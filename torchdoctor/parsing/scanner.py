@@ -1,0 +1,242 @@
+"""Find every traceback in a list of clean lines and read each into a chain of links.
+
+A small line-by-line state machine, no regex spans more than one line, so a huge log
+costs one pass. A traceback that stops before its exception line is kept and marked
+incomplete, because a truncated paste still names the frames that matter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from torchdoctor.parsing.frames import is_caret_line, read_frame_line, read_ipython_source
+from torchdoctor.parsing.model import ChainLink, Frame
+
+TRACEBACK_HEADER = "Traceback (most recent call last)"
+CAUSE_MARKER = "The above exception was the direct cause of the following exception"
+CONTEXT_MARKER = "During handling of the above exception, another exception occurred"
+IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*)(?:: ?(?P<message>.*))?")
+EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Iteration",
+                      "Failure", "Fault", "Failed", "Timeout")
+BARE_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt",
+                             "SystemExit", "GeneratorExit"})
+WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
+CPP_LINE = re.compile(r"(?:frame #\d+: |#\d+ |Exception raised from |C\+\+ CapturedTraceback:)")
+WARNING_LINE = re.compile(r"\S.*:\d+: \w*Warning: ")
+PROGRESS_BAR = re.compile(r"\d+%\|")
+SKIPPED_FRAME_LINES = ("[Previous line repeated", "...<", "[... skipping")
+
+
+@dataclass
+class FoundTraceback:
+    """One printed exception chain and where it sat in the lines."""
+
+    links: list[ChainLink]
+    start: int
+    end: int
+    complete: bool
+    cpp_frames: list[str] = field(default_factory=list)
+    worker_link: int | None = None
+
+
+def exception_type_name(candidate: str) -> bool:
+    """Whether a token reads as an exception class (``torch.OutOfMemoryError``, ``KeyError``)."""
+    short = candidate.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+    return short.endswith(EXCEPTION_SUFFIXES) or short in BARE_EXCEPTIONS
+
+
+def read_exception_line(stripped: str, strict: bool) -> tuple[str, str] | None:
+    """``Type: message`` → (full type, first message line); strict demands a known suffix."""
+    if not stripped or not (stripped[0].isalpha() or stripped[0] == "_"):
+        return None
+    head = stripped.split(":", 1)[0] if ": " in stripped or stripped.endswith(":") else stripped
+    if " " in head or len(head) > 120:
+        return None
+    match = EXCEPTION_LINE.fullmatch(stripped)
+    if not match:
+        return None
+    full_type = match["type"]
+    if strict and not exception_type_name(full_type):
+        return None
+    return full_type, match["message"] or ""
+
+
+def short_type(full_type: str | None) -> str | None:
+    if full_type is None:
+        return None
+    return full_type.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+
+
+def is_header(stripped: str) -> bool:
+    return TRACEBACK_HEADER in stripped
+
+
+class TracebackScanner:
+    """Reads tracebacks out of one stream of lines (one rank's lines, or all of them)."""
+
+    def __init__(self, texts: list[str], log_records: list[bool]) -> None:
+        self.texts = texts
+        self.records = log_records
+        self.count = len(texts)
+
+    def scan(self) -> list[FoundTraceback]:
+        found: list[FoundTraceback] = []
+        index = 0
+        while index < self.count:
+            stripped = self.texts[index].strip()
+            if is_header(stripped) or (stripped.startswith("File ")
+                                       and read_frame_line(stripped)):
+                traceback = self._read_chain(index)
+                found.append(traceback)
+                index = max(traceback.end, index + 1)
+            else:
+                index += 1
+        return found
+
+    def _next_non_blank(self, index: int) -> int | None:
+        while index < self.count:
+            if self.texts[index].strip():
+                return index
+            index += 1
+        return None
+
+    def _read_chain(self, start: int) -> FoundTraceback:
+        result = FoundTraceback(links=[], start=start, end=start, complete=True)
+        relation = None
+        index = start
+        while True:
+            link, index, complete = self._read_one(index, result)
+            link.relation = relation
+            if complete and self._starts_worker_traceback(link, index):
+                inner, index, complete = self._read_one(index, result)
+                inner.relation, link.relation = link.relation, "cause"
+                result.worker_link = len(result.links)
+                result.links.append(inner)
+            result.links.append(link)
+            result.complete = result.complete and complete
+            result.end = index
+            if not complete:
+                return result
+            marker = self._next_non_blank(index)
+            if marker is None:
+                return result
+            stripped = self.texts[marker].strip().strip("-").strip()
+            if stripped.startswith(CAUSE_MARKER):
+                relation = "cause"
+            elif stripped.startswith(CONTEXT_MARKER):
+                relation = "context"
+            else:
+                return result
+            header = self._next_non_blank(marker + 1)
+            while header is not None and set(self.texts[header].strip()) <= {"-"}:
+                header = self._next_non_blank(header + 1)
+            if header is None:
+                return result
+            index = header
+
+    def _starts_worker_traceback(self, link: ChainLink, index: int) -> bool:
+        """``Caught X in DataLoader worker process 0`` wraps the real error printed next."""
+        match = WORKER_WRAPPER.fullmatch(link.message.split("\n", 1)[0].strip())
+        if not match or index >= self.count:
+            return False
+        return self.texts[index].strip().startswith("Original " + TRACEBACK_HEADER)
+
+    def _read_one(self, index: int, result: FoundTraceback) -> tuple[ChainLink, int, bool]:
+        """Frames then the exception line; returns the link, the next index, completeness."""
+        stripped = self.texts[index].strip()
+        indent = len(self.texts[index]) - len(self.texts[index].lstrip())
+        hinted_type = None
+        if is_header(stripped):
+            match = IPYTHON_HEADER.search(stripped)
+            hinted_type = match["type"] if match else None
+            index += 1
+        frames: list[Frame] = []
+        ipython_frame = False
+        while index < self.count:
+            raw = self.texts[index]
+            stripped = raw.strip()
+            if not stripped or set(stripped) <= {"-"} or is_caret_line(stripped):
+                index += 1
+                continue
+            if stripped.startswith(SKIPPED_FRAME_LINES):
+                index += 1
+                continue
+            frame_read = read_frame_line(stripped)
+            if frame_read:
+                frame, ipython_frame = frame_read
+                frames.append(frame)
+                index += 1
+                if not ipython_frame:
+                    index = self._read_python_source(index, indent, frame)
+                continue
+            if ipython_frame:
+                source = read_ipython_source(stripped)
+                if source:
+                    arrow, line, code = source
+                    if arrow and frames:
+                        frames[-1].line, frames[-1].code = line, code
+                    index += 1
+                    continue
+            exception = read_exception_line(stripped, strict=not frames)
+            if exception:
+                full_type, first = exception
+                message, index = self.read_message(index + 1, first, indent, result)
+                link = ChainLink(type=short_type(full_type), message=message, frames=frames,
+                                 full_type=full_type)
+                return link, index, True
+            if self.records[index] or PROGRESS_BAR.search(stripped) or WARNING_LINE.match(
+                    stripped):
+                index += 1
+                continue
+            break
+        link = ChainLink(type=short_type(hinted_type), message="", frames=frames,
+                         full_type=hinted_type)
+        return link, index, False
+
+    def _read_python_source(self, index: int, indent: int, frame: Frame) -> int:
+        """The code line under a CPython frame, unless the frame printed none."""
+        if index >= self.count:
+            return index
+        raw = self.texts[index]
+        stripped = raw.strip()
+        if not stripped or read_frame_line(stripped) or is_header(stripped):
+            return index
+        deeper = len(raw) - len(raw.lstrip()) > indent
+        if not deeper and read_exception_line(stripped, strict=True):
+            return index
+        frame.code = stripped
+        return index + 1
+
+    def read_message(self, index: int, first: str, indent: int,
+                      result: FoundTraceback) -> tuple[str, int]:
+        """Message lines run until a blank line, a new record, or the next traceback.
+
+        A blank line only continues the message when C++ frames follow it, which is how
+        torch prints ``Exception raised from ...``.
+        """
+        lines = [first.rstrip()] if first.strip() else []
+        worker_inner = WORKER_WRAPPER.fullmatch(first.strip()) is not None
+        while index < self.count:
+            raw = self.texts[index]
+            stripped = raw.strip()
+            if worker_inner and stripped.startswith("Original " + TRACEBACK_HEADER):
+                return "\n".join(lines), index
+            if self.records[index] or is_header(stripped) or WARNING_LINE.match(stripped):
+                break
+            if stripped.startswith((CAUSE_MARKER, CONTEXT_MARKER)):
+                break
+            if not stripped:
+                following = self._next_non_blank(index + 1)
+                if following is None or not CPP_LINE.match(self.texts[following].strip()):
+                    break
+                index = following
+                continue
+            if CPP_LINE.match(stripped):
+                result.cpp_frames.append(stripped)
+                index += 1
+                continue
+            lines.append(raw[indent:] if indent and raw[:indent].isspace() else raw)
+            index += 1
+        return "\n".join(lines).strip("\n"), index
