@@ -249,7 +249,7 @@ def load_knowledge(
 
 def check_dir(path: str | os.PathLike) -> list[KBError]:
     """Every problem in one knowledge directory, in file and line order."""
-    _entries, errors = _scan_dir(Path(path))
+    _entries, errors = scan_dir(Path(path))
     return errors
 
 
@@ -266,7 +266,7 @@ def _build(layers: list[tuple[Path, bool]]) -> KnowledgeBase:
             if must_exist:
                 problems.append(KBError(str(directory), 0, "no such knowledge directory"))
             continue
-        entries, errors = _scan_dir(directory)
+        entries, errors = scan_dir(directory)
         if shipped and errors:
             raise KnowledgeError(errors)
         bad_files = {error.file for error in errors}
@@ -281,7 +281,8 @@ def _build(layers: list[tuple[Path, bool]]) -> KnowledgeBase:
     return KnowledgeBase(list(merged.values()), dirs, problems, overrides)
 
 
-def _scan_dir(path: Path) -> tuple[list[Entry], list[KBError]]:
+def scan_dir(path: Path) -> tuple[list[Entry], list[KBError]]:
+    """The valid entries of one directory and the problems of the rest."""
     if not path.is_dir():
         return [], [KBError(str(path), 0, "no such knowledge directory")]
     entries: list[Entry] = []
