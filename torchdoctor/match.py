@@ -364,7 +364,7 @@ def _pattern_reason(pattern: _CompiledPattern, type_agrees: bool, phase_agrees: 
     if link.is_assertion:
         parts[0] += " the CUDA assertion line"
     elif link.weight < 1.0:
-        parts[0] += " an earlier link of the exception chain"
+        parts[0] += " another link of the exception chain (not the root cause)"
     if type_agrees:
         parts.append(f"exception type {pattern.exc_type} agrees")
     elif pattern.exc_type:

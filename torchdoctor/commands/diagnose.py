@@ -13,8 +13,10 @@ import sys
 from dataclasses import dataclass
 
 EXIT_DIAGNOSED, EXIT_NO_MATCH, EXIT_INPUT_ERROR = 0, 1, 2
-# A share of NUL bytes above this in the first 8 KiB means a binary file, not a log.
-_BINARY_NUL_SHARE = 0.005
+# Control bytes that never occur in text (ESC is kept: ANSI colour codes are common in
+# pastes); a share above this in the first 8 KiB means a binary file, not a log.
+_BINARY_BYTES = bytes([*range(9), 11, *range(14, 27), *range(28, 32)])
+_BINARY_SHARE = 0.05
 _HOW_TO_PASTE = (
     "give a file, or pipe the paste in with '-':\n"
     "  torchdoctor diagnose error.txt\n"
@@ -82,7 +84,8 @@ def decode_paste(data: bytes, name: str) -> PastedText:
         text = data.decode("utf-16", errors="replace")
     else:
         sample = data[:8192]
-        if sample and sample.count(b"\x00") > len(sample) * _BINARY_NUL_SHARE:
+        binary = len(sample) - len(sample.translate(None, _BINARY_BYTES))
+        if sample and binary > len(sample) * _BINARY_SHARE:
             raise InputError(f"{name}: this looks like a binary file, not a traceback or log")
         try:
             text = data.decode("utf-8-sig")

@@ -1,0 +1,238 @@
+"""The matcher: tiers, fields, facts, rendered hypotheses, prose, determinism.
+
+These tests build a small knowledge base in code so that the ranking rules
+are tested on their own; tests/test_kb_examples.py tests the shipped one
+against real torch errors.
+"""
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchdoctor.knowledge import Entry, Fix, Hypothesis, KnowledgeBase, Pattern
+from torchdoctor.match import (
+    TIER_MESSAGE,
+    TIER_REGEX,
+    TIER_SYMPTOM,
+    TIER_TYPE_AND_REGEX,
+    diagnose,
+    fill,
+    required_literal,
+)
+
+EXAMPLES = Path(__file__).parent / "fixtures" / "examples"
+LINEAR_REGEX = (r"mat1 and mat2 shapes cannot be multiplied \((?P<batch>\d+)x(?P<features>\d+)"
+                r" and (?P<in_features>\d+)x(?P<out_features>\d+)\)")
+
+
+def entry(id_, patterns=(), symptoms=(), messages=(), derive=(), hypotheses=None):
+    category = id_.split(".")[0]
+    return Entry(
+        id=id_, title=f"title of {id_}", category=category,
+        patterns=[Pattern(regex=r, type=t) for t, r in patterns],
+        symptoms=[Pattern(regex=s, ignore_case=True) for s in symptoms],
+        messages=list(messages), derive=list(derive),
+        hypotheses=hypotheses or [Hypothesis(id="h", statement=f"statement of {id_}")],
+    )
+
+
+LINEAR = entry(
+    "shape.linear_in_features",
+    patterns=[("RuntimeError", LINEAR_REGEX)],
+    derive=["factorize_features"],
+    hypotheses=[
+        Hypothesis(
+            id="flatten_size",
+            statement="The layer before this Linear emits {features} features, built for "
+                      "{in_features}; {{literal}} {nowhere}",
+            predicts="{features} = {features_chw}",
+            probe="trace", params={"backward": False},
+            fix=Fix(summary="Set in_features to {features}",
+                    before="nn.Linear({in_features}, {out_features})",
+                    after="nn.Linear({features}, {out_features})"),
+        ),
+        Hypothesis(id="lazy", statement="Use LazyLinear"),
+    ],
+)
+MATMUL_ANY = entry("shape.matmul_generic", patterns=[(None, r"shapes cannot be multiplied")])
+STUCK = entry(
+    "training.loss_constant",
+    symptoms=[r"loss (stays|stuck|is constant|doesn't (go )?down)", r"\bclasses\b"],
+    derive=["log_classes"],
+    hypotheses=[Hypothesis(id="no_step", statement="loss {loss} vs ln {classes} = {ln_classes}")],
+)
+MEMORY = entry("memory.growth", symptoms=[r"memory (keeps )?grow"])
+
+
+def kb(*entries):
+    return KnowledgeBase(list(entries))
+
+
+LINEAR_TRACEBACK = (EXAMPLES / "linear_mismatch.txt").read_text()
+
+
+def test_real_linear_traceback_ranks_the_linear_entry_first_with_facts_and_filled_hypotheses():
+    diagnosis = diagnose(LINEAR_TRACEBACK, kb(MATMUL_ANY, LINEAR, STUCK))
+    assert diagnosis.input == "traceback"
+    assert [m.entry.id for m in diagnosis.matches] == ["shape.linear_in_features",
+                                                      "shape.matmul_generic"]
+    best = diagnosis.matches[0]
+    assert best.fields["features"] == "57600" and best.fields["in_features"] == "9216"
+    assert best.fields["features_chw"] == "64 × 30 × 30"
+    assert best.facts[0].startswith("57600 = 64 × 30 × 30")
+    assert any("larger than the net was designed for" in fact for fact in best.facts)
+    hypothesis = best.hypotheses[0]
+    assert hypothesis["statement"] == ("The layer before this Linear emits 57600 features, "
+                                       "built for 9216; {literal} ?")
+    assert hypothesis["predicts"] == "57600 = 64 × 30 × 30"
+    assert hypothesis["probe"] == {"name": "trace", "params": {"backward": False}}
+    assert hypothesis["fix"]["after"] == "nn.Linear(57600, 128)"
+    assert best.hypotheses[1]["probe"] is None and best.hypotheses[1]["fix"] is None
+    assert "exception type RuntimeError agrees" in best.reason
+
+
+def test_tiers_type_and_regex_then_regex_then_message_wording():
+    typed = entry("other.typed", patterns=[("ValueError", r"the widget (?P<n>\d+) broke")])
+    untyped = entry("other.untyped", patterns=[("KeyError", r"widget \d+ broke")])
+    worded = entry("other.worded", patterns=[(None, r"never matches this")],
+                   messages=["the widget 3 broke in /old/path/file.py"])
+    text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\n" \
+           "ValueError: the widget 7 broke\n"
+    matches = diagnose(text, kb(worded, untyped, typed)).matches
+    assert [m.entry.id for m in matches] == ["other.typed", "other.untyped"]
+    assert TIER_TYPE_AND_REGEX <= matches[0].score < TIER_TYPE_AND_REGEX + 1
+    assert TIER_REGEX <= matches[1].score < TIER_REGEX + 1
+    only_wording = diagnose(text, kb(worded)).matches
+    assert [m.entry.id for m in only_wording] == ["other.worded"]
+    assert TIER_MESSAGE <= only_wording[0].score < TIER_MESSAGE + 1
+
+
+def test_ties_go_to_the_more_specific_pattern_then_to_the_id():
+    short = entry("other.b_short", patterns=[(None, r"boom")])
+    long_ = entry("other.c_long", patterns=[(None, r"big boom (?P<n>\d+)")])
+    twin = entry("other.a_twin", patterns=[(None, r"boom")])
+    text = "RuntimeError: big boom 3"
+    ids = [m.entry.id for m in diagnose(text, kb(short, long_, twin)).matches]
+    assert ids == ["other.c_long", "other.a_twin", "other.b_short"]
+
+
+def test_a_match_on_another_chain_link_ranks_below_one_on_the_root_cause():
+    cause = entry("other.cause", patterns=[("KeyError", r"'missing_key'")])
+    root = entry("other.root", patterns=[("RuntimeError", r"loading failed: (?P<why>\w+)")])
+    text = textwrap.dedent("""\
+        Traceback (most recent call last):
+          File "load.py", line 3, in <module>
+            d["missing_key"]
+        KeyError: 'missing_key'
+
+        The above exception was the direct cause of the following exception:
+
+        Traceback (most recent call last):
+          File "load.py", line 5, in <module>
+            raise RuntimeError("loading failed: badly") from e
+        RuntimeError: loading failed: badly
+        """)
+    matches = diagnose(text, kb(cause, root)).matches
+    assert [m.entry.id for m in matches] == ["other.cause", "other.root"]
+    assert "another link" in matches[1].reason
+    assert matches[1].score < matches[0].score
+
+
+def test_prose_symptom_reads_numbers_and_says_not_learning():
+    diagnosis = diagnose("my loss stays at 2.30 with 10 classes", kb(LINEAR, STUCK, MEMORY))
+    assert diagnosis.input == "symptom"
+    assert [m.entry.id for m in diagnosis.matches] == ["training.loss_constant"]
+    best = diagnosis.matches[0]
+    assert TIER_SYMPTOM <= best.score < TIER_MESSAGE
+    assert best.fields["loss"] == "2.30" and best.fields["classes"] == "10"
+    assert "not learning at all" in best.facts[0]
+    assert best.hypotheses[0]["statement"] == "loss 2.30 vs ln 10 = 2.303"
+    assert best.reason == "2 of 2 symptom phrases matched"
+
+
+def test_prose_symptom_ranks_by_how_many_phrases_match():
+    half = entry("training.half", symptoms=[r"loss", r"never seen phrase"])
+    both = entry("training.both", symptoms=[r"loss", r"stuck"])
+    ids = [m.entry.id for m in diagnose("the loss is stuck", kb(half, both)).matches]
+    assert ids == ["training.both", "training.half"]
+
+
+def test_nothing_matches_gives_no_matches():
+    diagnosis = diagnose("ValueError: something nobody has seen", kb(LINEAR, STUCK))
+    assert diagnosis.matches == []
+    assert diagnosis.to_dict()["matches"] == []
+
+
+def test_to_dict_has_the_documented_shape_and_is_json():
+    shape = diagnose(LINEAR_TRACEBACK, kb(LINEAR)).to_dict()
+    json.dumps(shape)
+    assert shape["input"] == "traceback"
+    assert {"type", "message", "phase", "user_frame"} <= set(shape["error"])
+    assert shape["error"]["type"] == "RuntimeError"
+    assert shape["error"]["phase"] == "forward"
+    assert shape["error"]["user_frame"]["line"] == 19
+    match = shape["matches"][0]
+    assert {"entry", "category", "title", "score", "fields", "facts", "hypotheses"} <= set(match)
+    assert {"id", "statement", "probe", "fix"} <= set(match["hypotheses"][0])
+    assert match["category"] == "shape"
+
+
+def test_symptom_to_dict_keeps_the_error_keys():
+    shape = diagnose("GPU memory keeps growing", kb(MEMORY)).to_dict()
+    assert shape["input"] == "symptom"
+    assert shape["error"]["type"] is None and shape["error"]["user_frame"] is None
+    assert shape["matches"][0]["entry"] == "memory.growth"
+
+
+def test_diagnosis_is_deterministic():
+    entries = kb(MATMUL_ANY, LINEAR, STUCK, MEMORY)
+    first = json.dumps(diagnose(LINEAR_TRACEBACK, entries).to_dict(), sort_keys=True)
+    assert json.dumps(diagnose(LINEAR_TRACEBACK, entries).to_dict(), sort_keys=True) == first
+
+
+def test_message_only_paste_still_matches():
+    text = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x4096 and 1024x10)"
+    best = diagnose(text, kb(LINEAR)).matches[0]
+    assert best.entry.id == "shape.linear_in_features"
+    assert best.fields["features"] == "4096"
+
+
+@pytest.mark.parametrize(
+    ("regex", "literal"),
+    [
+        (LINEAR_REGEX, "mat1 and mat2 shapes cannot be multiplied ("),
+        (r"size mismatch, m1: \[(?P<a>\d+) x", "size mismatch, m1: ["),
+        (r"(?:foo|barbaz) qux", " qux"),
+        (r"a+bcdef?", "bcde"),
+        (r"(?i)CUDA out of memory", "cuda out of memory"),
+        (r"(\d+)?", ""),
+        (r"[", ""),
+    ],
+)
+def test_required_literal(regex, literal):
+    assert required_literal(regex) == literal
+
+
+@pytest.mark.parametrize(
+    ("regex", "texts"),
+    [
+        (r"Expected (all )?tensors? to be on the same device",
+         ["Expected tensors to be on the same device"]),
+        (r"index (?P<index>-?\d+) is out of bounds", ["index -3 is out of bounds"]),
+        (r"(?:Half|BFloat16) and Float", ["BFloat16 and Float"]),
+    ],
+)
+def test_the_prefilter_literal_is_in_every_text_the_regex_matches(regex, texts):
+    literal = required_literal(regex)
+    for text in texts:
+        assert re.search(regex, text)
+        assert literal in text.lower()
+
+
+def test_fill_templates():
+    assert fill("{a} and {{b}} and {c}", {"a": 1, "c": True}) == "1 and {b} and yes"
+    assert fill("{missing}", {}) == "?"
+    assert fill(None, {}) == ""
