@@ -229,3 +229,54 @@ def test_loading_imports_neither_torch_nor_textual():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def torchdoctor(*args: str, env_home: Path) -> subprocess.CompletedProcess:
+    env = {**__import__("os").environ, "XDG_CONFIG_HOME": str(env_home / "config"),
+           "XDG_CACHE_HOME": str(env_home / "cache")}
+    env.pop("TORCHDOCTOR_KB", None)
+    return subprocess.run([sys.executable, "-m", "torchdoctor", *args], check=False,
+                          capture_output=True,
+                          text=True, cwd=Path(__file__).parent.parent, env=env)
+
+
+def test_kb_check_command(tmp_path):
+    ok = torchdoctor("kb", "check", str(GOOD), env_home=tmp_path)
+    assert (ok.returncode, ok.stdout.strip()) == (0, "3 entries in 2 files: OK")
+    bad = torchdoctor("kb", "check", str(FIXTURES / "kb_bad" / "probe"), env_home=tmp_path)
+    assert bad.returncode == 1
+    assert "probe/shape.yaml:10: entry shape.probe: hypothesis 'unknown_probe' names unknown " \
+           "probe 'tracee'" in bad.stdout
+    assert bad.stdout.strip().endswith("4 problem(s) in 1 file(s)")
+    missing = torchdoctor("kb", "check", str(tmp_path / "absent"), env_home=tmp_path)
+    assert missing.returncode == 2 and "no such knowledge directory" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    shipped = torchdoctor("kb", "check", env_home=tmp_path)
+    assert shipped.returncode == 0, shipped.stdout
+    assert shipped.stdout.strip().endswith(": OK")
+
+
+def test_kb_list_and_show_commands(tmp_path):
+    import json
+
+    listed = torchdoctor("--kb", str(GOOD), "kb", "list", "--category", "training",
+                         env_home=tmp_path)
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines()[0].startswith("training (")
+    assert "training.loss_constant" in listed.stdout and "(1 hypothesis)" in listed.stdout
+    as_json = torchdoctor("kb", "list", "--json", "--kb", str(GOOD), env_home=tmp_path)
+    entries = json.loads(as_json.stdout)["entries"]
+    mine = next(e for e in entries if e["id"] == "training.loss_constant")
+    assert (mine["hypotheses"], mine["symptoms"], mine["category"]) == (1, 2, "training")
+    shown = torchdoctor("kb", "show", "training.loss_constant", "--kb", str(GOOD),
+                        env_home=tmp_path)
+    assert shown.returncode == 0
+    assert "## The loss does not move" in shown.stdout and "optimizer.step()" in shown.stdout
+    details = json.loads(torchdoctor("kb", "show", "training.loss_constant", "--json", "--kb",
+                                     str(GOOD), env_home=tmp_path).stdout)
+    assert details["hypotheses"][0]["confirm"] == [{"fact": "changed_count", "eq": 0}]
+    unknown = torchdoctor("kb", "show", "training.loss_constnt", "--kb", str(GOOD),
+                          env_home=tmp_path)
+    assert unknown.returncode == 2 and "did you mean training.loss_constant" in unknown.stderr
+    category = torchdoctor("kb", "list", "--category", "gpu", env_home=tmp_path)
+    assert category.returncode == 2 and "unknown category 'gpu'" in category.stderr
