@@ -49,6 +49,9 @@ TORCH_LIKE_MESSAGE = re.compile(
     r"|must be a|expected scalar type|Given groups=|Expected input batch_size",
     re.IGNORECASE,
 )
+MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
+                    "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
+                    "unexpected", "given groups")
 
 
 @dataclass
@@ -69,7 +72,8 @@ class _Candidate:
         return self.traceback.links[self.root]
 
     def summary(self) -> str:
-        first = self.link.message.split("\n", 1)[0].strip()
+        lines = (line.strip() for line in self.link.message.split("\n"))
+        first = next((line for line in lines if any(c.isalnum() for c in line)), "")
         text = f"{self.link.full_type or 'Error'}: {first}" if first else (
             self.link.full_type or "Error")
         return text if self.rank is None else f"[rank{self.rank}] {text}"
@@ -180,6 +184,9 @@ def _lone_error(lines: CleanLines, extras: dict) -> list[ChainLink]:
             return [ChainLink(type=short_type(full_type), message=message,
                               full_type=full_type)]
     for raw in lines.texts:
+        lowered = raw.lower()
+        if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
+            continue
         if TORCH_LIKE_MESSAGE.search(raw) and "Warning: " not in raw:
             extras["source"] = "message_only"
             return [ChainLink(type=None, message=raw.strip())]

@@ -26,6 +26,7 @@ WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
 CPP_LINE = re.compile(r"(?:frame #\d+: |#\d+ |Exception raised from |C\+\+ CapturedTraceback:)")
 WARNING_LINE = re.compile(r"\S.*:\d+: \w*Warning: ")
 PROGRESS_BAR = re.compile(r"\d+%\|")
+LONGEST_MESSAGE_LINES = 1_000
 SKIPPED_FRAME_LINES = ("[Previous line repeated", "...<", "[... skipping")
 
 
@@ -218,14 +219,16 @@ class TracebackScanner:
         """
         lines = [first.rstrip()] if first.strip() else []
         worker_inner = WORKER_WRAPPER.fullmatch(first.strip()) is not None
-        while index < self.count:
+        while index < self.count and len(lines) < LONGEST_MESSAGE_LINES:
             raw = self.texts[index]
             stripped = raw.strip()
             if worker_inner and stripped.startswith("Original " + TRACEBACK_HEADER):
                 return "\n".join(lines), index
             if self.records[index] or is_header(stripped) or WARNING_LINE.match(stripped):
                 break
-            if stripped.startswith((CAUSE_MARKER, CONTEXT_MARKER)):
+            if raw[:1] not in " \t" and read_exception_line(stripped, strict=True):
+                break
+            if stripped.startswith((CAUSE_MARKER, CONTEXT_MARKER, "Exception ignored in")):
                 break
             if not stripped:
                 following = self._next_non_blank(index + 1)
