@@ -92,7 +92,7 @@ def test_bad_input_exits_2_with_one_clear_line(args, stdin, says):
 
 
 def test_non_utf8_input_is_decoded_with_a_note():
-    paste = FIXTURE.read_bytes().replace(b"but the new", b"but the n\xe9w")
+    paste = FIXTURE.read_bytes().replace(b"mnist_demo", b"mnist_d\xe9mo")
     result = torchdoctor("diagnose", "-", "--json", stdin=paste)
     assert result.returncode == 0
     shape = json.loads(result.stdout)

@@ -42,9 +42,11 @@ def make_console(file: Any = None) -> Console:
     from rich.console import Console
 
     stream = file or sys.stdout
-    plain = not _isatty(stream) or "NO_COLOR" in os.environ
+    terminal = _isatty(stream)
+    plain = not terminal or "NO_COLOR" in os.environ
+    # Piped output is not wrapped: a log or a file keeps each line whole.
     return Console(file=stream, color_system=None if plain else "auto", highlight=False,
-                   soft_wrap=False, emoji=False)
+                   soft_wrap=not terminal, emoji=False)
 
 
 def _isatty(stream: Any) -> bool:
@@ -169,15 +171,23 @@ def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed
 
 
 def _render_snippets(fix: dict, console: Console) -> None:
-    from rich.padding import Padding
-    from rich.syntax import Syntax
+    """Highlighted on a colour terminal; plain indented lines anywhere else (and faster)."""
+    from rich.markup import escape
 
     for label in ("before", "after"):
         code = (fix.get(label) or "").rstrip()
-        if code:
-            console.print(f"      {label}:")
-            console.print(Padding(Syntax(code, "python", theme="ansi_dark",
-                                         background_color="default"), (0, 0, 0, 8)))
+        if not code:
+            continue
+        console.print(f"      {label}:")
+        if console.color_system is None:
+            for line in code.splitlines():
+                console.print(f"        {escape(line)}")
+            continue
+        from rich.padding import Padding
+        from rich.syntax import Syntax
+
+        console.print(Padding(Syntax(code, "python", theme="ansi_dark",
+                                     background_color="default"), (0, 0, 0, 8)))
 
 
 def render_no_match(diagnosis: Diagnosis, console: Console) -> None:
