@@ -102,6 +102,11 @@ def test_error_text_names_file_line_and_entry():
     assert str(KBError("dir", 0, "no such knowledge directory")) == "dir: no such knowledge directory"
 
 
+def test_one_file_can_be_checked_alone():
+    errors = check_dir(FIXTURES / "kb_bad" / "probe" / "shape.yaml")
+    assert [e.line for e in errors] == [10, 18, 26, 32]
+
+
 def test_missing_directory_and_unreadable_text(tmp_path):
     assert [e.message for e in check_dir(tmp_path / "absent")] == ["no such knowledge directory"]
     (tmp_path / "shape.yaml").write_bytes(b"entries:\n  - id: \xff\xfe\n")

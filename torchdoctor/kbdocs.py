@@ -118,6 +118,13 @@ def _index(kb: KnowledgeBase) -> str:
             f"generated from the YAML under `knowledge/`; after editing it, run `{COMMAND}`."
         ),
         "",
+        (
+            "Your own entries go in `~/.config/torchdoctor/knowledge/` (or `$XDG_CONFIG_HOME`), "
+            "in directories listed in `$TORCHDOCTOR_KB`, or in one given with `--kb DIR`; an "
+            "entry whose id already exists replaces the shipped one. Check them with "
+            "`torchdoctor kb check DIR`."
+        ),
+        "",
     ]
     if not kb.entries:
         lines += ["No entries yet.", ""]

@@ -248,7 +248,7 @@ def load_knowledge(
 
 
 def check_dir(path: str | os.PathLike) -> list[KBError]:
-    """Every problem in one knowledge directory, in file and line order."""
+    """Every problem in one knowledge directory (or file), in file and line order."""
     _entries, errors = scan_dir(Path(path))
     return errors
 
@@ -282,13 +282,17 @@ def _build(layers: list[tuple[Path, bool]]) -> KnowledgeBase:
 
 
 def scan_dir(path: Path) -> tuple[list[Entry], list[KBError]]:
-    """The valid entries of one directory and the problems of the rest."""
-    if not path.is_dir():
+    """The valid entries of one directory (or one YAML file) and the problems of the rest."""
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = knowledge_files(path)
+    else:
         return [], [KBError(str(path), 0, "no such knowledge directory")]
     entries: list[Entry] = []
     errors: list[KBError] = []
     first_seen: dict[str, str] = {}
-    for file in knowledge_files(path):
+    for file in files:
         checker = _FileChecker(file)
         built = checker.check()
         repeated = set()

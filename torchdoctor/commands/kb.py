@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="validate knowledge directories",
         description="Validate knowledge directories; with none, the shipped one and the user's.",
     )
-    check.add_argument("dirs", nargs="*", metavar="DIR", help="a directory of YAML files")
+    check.add_argument("dirs", nargs="*", metavar="DIR",
+                       help="a directory of YAML files (or one YAML file)")
     show = actions.add_parser("show", help="one entry in full")
     show.add_argument("entry_id", metavar="ID", help="an entry id, such as shape.broadcast")
     show.add_argument("--json", action="store_true", help="print one JSON object")
@@ -115,7 +116,7 @@ def _check(dirs: list[str], explicit: bool) -> int:
     status = EXIT_OK
     entries = files = problems = 0
     for directory, required in targets:
-        if not directory.is_dir():
+        if not directory.exists():
             if required:
                 print(f"{directory}: no such knowledge directory", file=sys.stderr)
                 status = EXIT_USAGE
@@ -124,7 +125,7 @@ def _check(dirs: list[str], explicit: bool) -> int:
         for error in errors:
             print(error)
         entries += len(found)
-        files += len(knowledge_files(directory))
+        files += len(knowledge_files(directory)) if directory.is_dir() else 1
         problems += len(errors)
         if errors and status == EXIT_OK:
             status = EXIT_INVALID
