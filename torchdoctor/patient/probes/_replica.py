@@ -9,13 +9,15 @@ module paths for parameters and the user's own file:line for a call.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -32,7 +34,7 @@ def replica(ctx: ProbeContext) -> ProbeContext:
     model, optimizer = ctx.model, ctx.optimizer
     try:
         model_copy, optimizer_copy = copy.deepcopy((model, optimizer))
-    except Exception:  # an optimizer holding something that cannot be copied
+    except Exception:  # noqa: BLE001 - an optimizer holding something uncopyable
         model_copy = copy.deepcopy(model)
         optimizer_copy = rebuild_optimizer(optimizer, model, model_copy)
     return replace(ctx, model=model_copy, optimizer=optimizer_copy)
@@ -63,10 +65,8 @@ def standard_optimizer(ctx: ProbeContext, lr: float | None = None) -> torch.opti
         hyper = {k: v for k, v in group.items() if k not in ("params", "initial_lr")}
         if lr is not None:
             hyper["lr"] = lr
-        try:
+        with contextlib.suppress(Exception):
             return type(ctx.optimizer)(params, **hyper)
-        except Exception:
-            pass
     return torch.optim.Adam(params, lr=lr if lr is not None else 1e-3)
 
 
@@ -114,19 +114,31 @@ def top_module(names: list[str]) -> str:
 
 def is_user_file(filename: str) -> bool:
     path = os.path.abspath(filename)
-    return not (path.startswith(_TORCH_DIR) or path.startswith(_DOCTOR_DIR)
-                or path.startswith(_STDLIB_DIR) or filename.startswith("<"))
+    return not (path.startswith((_TORCH_DIR, _DOCTOR_DIR, _STDLIB_DIR))
+                or filename.startswith("<"))
 
 
 def user_frame(skip: int = 1) -> dict | None:
-    """The innermost frame of the user's own code on the current stack."""
+    """The innermost frame of the user's code between an op and the probe that caused it.
+
+    torchdoctor's own frames at the top of the stack (watchers, wrappers) are
+    skipped; reaching one further down means the op came from the probe itself.
+    """
     frame = sys._getframe(skip)
+    while frame is not None and _is_doctor_file(frame.f_code.co_filename):
+        frame = frame.f_back
     while frame is not None:
-        if is_user_file(frame.f_code.co_filename):
-            return {"file": frame.f_code.co_filename, "line": frame.f_lineno,
-                    "function": frame.f_code.co_name}
+        filename = frame.f_code.co_filename
+        if _is_doctor_file(filename):
+            return None
+        if is_user_file(filename):
+            return {"file": filename, "line": frame.f_lineno, "function": frame.f_code.co_name}
         frame = frame.f_back
     return None
+
+
+def _is_doctor_file(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_DOCTOR_DIR + os.sep)
 
 
 def exception_location(exc: BaseException) -> dict | None:

@@ -9,8 +9,9 @@ back in ``finally``, and only replicas' optimizers are patched per instance.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn

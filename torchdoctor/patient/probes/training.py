@@ -54,7 +54,7 @@ def weights_update(ctx: ProbeContext) -> dict:
         with watch_loop(rep.model, rep.optimizer) as loop:
             rep.model.train(ctx.model.training)
             _train_once(rep)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"train_step raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     step_called = bool(loop.of("step")) or rep.optimizer is None
@@ -117,7 +117,7 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
             for call in range(max(1, steps)):
                 loop.call = call
                 rep.step()
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"train_step raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc), "order": loop.kinds()},
                       location(site=exception_location(exc)))
@@ -212,7 +212,7 @@ def loss_at_init(ctx: ProbeContext) -> dict:
         with torch.no_grad():
             output = rep.forward()
             loss = float(rep.loss(output))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"forward/loss raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     kind, classes = _classes(rep, output)
@@ -239,9 +239,9 @@ def loss_at_init(ctx: ProbeContext) -> dict:
 class _HeadWatcher(TorchFunctionMode):
     """Records activation and loss calls (with the user's line) during forward and loss."""
 
-    ACTIVATIONS = {"softmax", "log_softmax", "sigmoid"}
-    LOSSES = {"cross_entropy", "nll_loss", "binary_cross_entropy",
-              "binary_cross_entropy_with_logits"}
+    ACTIVATIONS = frozenset({"softmax", "log_softmax", "sigmoid"})
+    LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy",
+              "binary_cross_entropy_with_logits"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -290,10 +290,10 @@ def output_head(ctx: ProbeContext) -> dict:
             output = rep.forward()
             try:
                 rep.loss(output)
-            except Exception as exc:  # BCELoss refuses values outside [0, 1]
+            except Exception as exc:  # noqa: BLE001 - BCELoss refuses values outside [0, 1]
                 loss_error = exc
-        head_name, head = _last_leaf(rep.model, rep)
-    except Exception as exc:
+        head_name, _ = _last_leaf(rep.model, rep)
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"forward raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     facts: dict[str, Any] = {"softmax_before_ce": False, "logits_into_bce": False,
@@ -379,7 +379,7 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
             if not finite(value) or value < 1e-3 * max(abs(losses[0]), 1e-12) \
                     or time.monotonic() > deadline:
                 break
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"training raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc), "curve": _downsample(losses)},
                       location(site=exception_location(exc)))
@@ -428,7 +428,7 @@ def lr_range(ctx: ProbeContext, low: float = 1e-6, high: float = 10.0, points: i
             losses[f"{lr:.3g}"] = last if finite(last) else str(last)
             if diverge_lr is None and (not finite(last) or last > 4 * abs(initial)):
                 diverge_lr = float(f"{lr:.3g}")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"training raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc), "losses": losses},
                       location(site=exception_location(exc)))
@@ -449,7 +449,7 @@ def determinism(ctx: ProbeContext) -> dict:
     try:
         for _ in range(2):
             runs.append(_seeded_gradients(ctx))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"forward/backward raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     (loss_a, grads_a), (loss_b, grads_b) = runs
