@@ -28,6 +28,13 @@ def _anchor_positions(text: str, needles: tuple[str, ...]) -> list[int]:
     return sorted(positions)
 
 
+def _line_boundary_before(text: str, position: int) -> int:
+    """The start of the line holding ``position``, looking back no further than BEFORE."""
+    floor = max(0, position - BEFORE)
+    boundary = max(text.rfind("\n", floor, position), text.rfind("\r", floor, position))
+    return boundary + 1 if boundary >= 0 else position
+
+
 def focus_on_errors(text: str) -> str:
     """The text around error anchors, merged where they overlap, or all of a small text."""
     if len(text) <= FOCUS_THRESHOLD:
@@ -41,9 +48,9 @@ def focus_on_errors(text: str) -> str:
         end = min(len(text), anchor + AFTER)
         if end <= start:
             continue
-        line_start = text.rfind("\n", 0, start) + 1 if start > last_end else start
-        line_end = text.find("\n", end)
-        line_end = len(text) if line_end < 0 else line_end
+        line_start = _line_boundary_before(text, start) if start > last_end else start
+        line_end = text.find("\n", end, end + BEFORE)
+        line_end = min(len(text), end + BEFORE) if line_end < 0 else line_end
         piece = text[line_start:line_end]
         if kept + len(piece) > BUDGET:
             piece = piece[: BUDGET - kept]

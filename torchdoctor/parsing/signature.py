@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 HEX = re.compile(r"0x[0-9a-fA-F]+")
-NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 QUOTED_PATH = re.compile(r"(['\"])(?:[A-Za-z]:)?[\\/][^'\"]*\1")
 SPACE = re.compile(r"\s+")
 MESSAGE_LINES = 3
