@@ -48,9 +48,10 @@ def expectations(case: Path) -> set[tuple[str, int, str]]:
     return found
 
 
-def test_the_good_fixture_loads_with_every_field():
+def test_the_good_fixture_loads_with_every_field(monkeypatch):
     assert check_dir(GOOD) == []
-    kb = load_knowledge([GOOD], include_user=False, use_cache=False)
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: GOOD)
+    kb = load_knowledge(include_user=False, use_cache=False)
     entry = kb.by_id["shape.linear_in_features"]
     assert entry.category == "shape"
     assert entry.patterns[0].type == "RuntimeError"
@@ -227,8 +228,9 @@ def test_the_shipped_knowledge_base_is_valid():
 
 def test_loading_imports_neither_torch_nor_textual():
     code = (
-        "import sys; from torchdoctor.knowledge import load_knowledge;"
-        "load_knowledge(include_user=False, use_cache=False);"
+        "import sys; from torchdoctor import knowledge;"
+        f"knowledge.shipped_dir = lambda: __import__('pathlib').Path({str(GOOD)!r});"
+        "knowledge.load_knowledge(include_user=False, use_cache=False);"
         "print(sorted(m for m in ('torch', 'textual') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -256,32 +258,62 @@ def test_kb_check_command(tmp_path):
     missing = torchdoctor("kb", "check", str(tmp_path / "absent"), env_home=tmp_path)
     assert missing.returncode == 2 and "no such knowledge directory" in missing.stderr
     assert "Traceback" not in missing.stderr
-    shipped = torchdoctor("kb", "check", env_home=tmp_path)
-    assert shipped.returncode == 0, shipped.stdout
-    assert shipped.stdout.strip().endswith(": OK")
 
 
-def test_kb_list_and_show_commands(tmp_path):
+def test_kb_check_without_dirs_checks_shipped_and_user_dirs(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: GOOD)
+    status, out, _ = kb_command(capsys, "kb", "check")
+    assert (status, out.strip()) == (0, "3 entries in 2 files: OK")
+    config_kb = tmp_path / "config" / "torchdoctor" / "knowledge"
+    config_kb.mkdir(parents=True)
+    (config_kb / "shape.yaml").write_text("entries: [3]\n")
+    status, out, _ = kb_command(capsys, "kb", "check")
+    assert status == 1 and "knowledge/shape.yaml:1: an entry must be a mapping" in out
+    status, _, err = kb_command(capsys, "--kb", str(tmp_path / "absent"), "kb", "check")
+    assert status == 2 and "absent: no such knowledge directory" in err
+
+
+def kb_command(capsys, *args: str) -> tuple[int, str, str]:
+    from torchdoctor.cli import main
+
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_kb_list_and_show_commands(monkeypatch, capsys):
     import json
 
-    listed = torchdoctor("--kb", str(GOOD), "kb", "list", "--category", "training",
-                         env_home=tmp_path)
-    assert listed.returncode == 0
-    assert listed.stdout.splitlines()[0].startswith("training (")
-    assert "training.loss_constant" in listed.stdout and "(1 hypothesis)" in listed.stdout
-    as_json = torchdoctor("kb", "list", "--json", "--kb", str(GOOD), env_home=tmp_path)
-    entries = json.loads(as_json.stdout)["entries"]
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: GOOD)
+    status, out, _ = kb_command(capsys, "kb", "list", "--category", "training")
+    assert status == 0
+    assert out.splitlines()[0] == "training (1)"
+    assert "training.loss_constant" in out and "(1 hypothesis)" in out
+    _, out, _ = kb_command(capsys, "kb", "list", "--json")
+    entries = json.loads(out)["entries"]
     mine = next(e for e in entries if e["id"] == "training.loss_constant")
     assert (mine["hypotheses"], mine["symptoms"], mine["category"]) == (1, 2, "training")
-    shown = torchdoctor("kb", "show", "training.loss_constant", "--kb", str(GOOD),
-                        env_home=tmp_path)
-    assert shown.returncode == 0
-    assert "## The loss does not move" in shown.stdout and "optimizer.step()" in shown.stdout
-    details = json.loads(torchdoctor("kb", "show", "training.loss_constant", "--json", "--kb",
-                                     str(GOOD), env_home=tmp_path).stdout)
-    assert details["hypotheses"][0]["confirm"] == [{"fact": "changed_count", "eq": 0}]
-    unknown = torchdoctor("kb", "show", "training.loss_constnt", "--kb", str(GOOD),
-                          env_home=tmp_path)
-    assert unknown.returncode == 2 and "did you mean training.loss_constant" in unknown.stderr
-    category = torchdoctor("kb", "list", "--category", "gpu", env_home=tmp_path)
-    assert category.returncode == 2 and "unknown category 'gpu'" in category.stderr
+    status, out, _ = kb_command(capsys, "kb", "show", "training.loss_constant")
+    assert status == 0
+    assert "## The loss does not move" in out and "optimizer.step()" in out
+    _, out, _ = kb_command(capsys, "kb", "show", "training.loss_constant", "--json")
+    assert json.loads(out)["hypotheses"][0]["confirm"] == [{"fact": "changed_count", "eq": 0}]
+    status, _, err = kb_command(capsys, "kb", "show", "training.loss_constnt")
+    assert status == 2 and "did you mean training.loss_constant" in err
+    status, _, err = kb_command(capsys, "kb", "list", "--category", "gpu")
+    assert status == 2 and "unknown category 'gpu'" in err
+
+
+def test_kb_list_marks_entries_from_user_dirs(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: GOOD)
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "shape.yaml").write_text(_user_entry("Mine", "shape.my_own"))
+    for args in (("--kb", str(user), "kb", "list"), ("kb", "list", "--kb", str(user))):
+        status, out, _ = kb_command(capsys, *args)
+        assert status == 0
+        line = next(row for row in out.splitlines() if "shape.my_own" in row)
+        assert line.endswith("mine/shape.yaml:2]")
+    monkeypatch.setattr(knowledge, "shipped_dir", lambda: FIXTURES / "kb_bad" / "probe")
+    status, _, err = kb_command(capsys, "kb", "list")
+    assert status == 1 and "the knowledge base is invalid (4 problems)" in err

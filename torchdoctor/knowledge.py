@@ -405,6 +405,7 @@ class _FileChecker:
         names = set(PROSE_FIELDS) if symptoms else set()
         for pattern in patterns + symptoms:
             names.update(pattern.groups)
+        self._derive_inputs(raw, label, derive, names)
         derivations = _derivations()
         for name in derive:
             names.update(derivations.get(name, ((), ()))[1])
@@ -493,11 +494,21 @@ class _FileChecker:
         names = self._strings(raw, "derive", label)
         known = _derivations()
         items = raw.get("derive") or []
-        for index, name in enumerate(names):
-            if name not in known:
+        for index, name in enumerate(items):
+            if _text(name) and name not in known:
                 self.error(_item_line(items, index),
                            f"{label}: unknown derived fact {name!r} (known: {', '.join(known)})")
         return [n for n in names if n in known]
+
+    def _derive_inputs(self, raw: dict, label: str, derive: list[str], captured: set[str]) -> None:
+        """A derivation none of whose inputs is captured would only ever render '?'."""
+        items = raw.get("derive") or []
+        for name in derive:
+            needs = _derivations()[name][0]
+            if needs and not captured.intersection(needs):
+                self.error(_item_line(items, items.index(name)),
+                           f"{label}: derived fact {name!r} needs {' or '.join(needs)}, which no "
+                           f"pattern captures")
 
     def _strings(self, raw: dict, key: str, label: str) -> list[str]:
         items = raw.get(key)
