@@ -180,6 +180,8 @@ PROBES: dict[str, ProbeSpec] = {
             (
                 _p("over", "str", "modules", "'modules' or 'steps'"),
                 _p("steps", "int", 64, "training steps to search when over='steps'"),
+                _p("lo", "int", 0, "first leaf index to search from (to override a step)"),
+                _p("hi", "int", -1, "last leaf index to search to; -1 for the last leaf"),
             ),
             facts=(
                 "first_bad",

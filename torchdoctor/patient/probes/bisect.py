@@ -1,0 +1,239 @@
+"""The ``bisect`` probe: halve the search until one leaf module, or one training step, is left.
+
+Each rerun is recorded as ``{lo, hi, cut, ran, outcome}`` so a person can
+follow the search in the UI and restart it from their own ``lo``/``hi``.
+Over modules, a rerun runs the forward only up to the ``cut``-th leaf and
+asks whether the failure (an error, or a non-finite output) already
+happened. Over steps, training runs on the user's objects from a saved
+state (restored afterwards) with checkpoints; the search then replays from
+the last good checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchdoctor.patient.context import ProbeContext
+from torchdoctor.patient.probes import probe, result
+from torchdoctor.patient.probes._util import (
+    all_finite,
+    first_line,
+    iter_tensors,
+    module_label,
+    never_raises,
+    preserved,
+)
+from torchdoctor.patient.probes.trace import ModuleRecorder
+
+
+class _Stop(Exception):
+    """Raised from a hook once the prefix being tested has run."""
+
+
+def _finite(obj: Any) -> bool:
+    return all(all_finite(t) for t in iter_tensors(obj))
+
+
+class PrefixRun:
+    """Runs the forward up to leaf number ``cut`` (in execution order) and judges it."""
+
+    def __init__(self, ctx: ProbeContext, order: list[str]):
+        self.ctx = ctx
+        self.order = order
+        self.index = {path: i for i, path in enumerate(order)}
+        self.runs = 0
+
+    def __call__(self, cut: int | None) -> dict[str, Any]:
+        """Outcome of one run: bad (with why and where) or good; ``cut=None`` runs it all."""
+        self.runs += 1
+        seen: list[str] = []
+        verdict: dict[str, Any] = {"outcome": "good", "bad_at": None, "why": None}
+
+        def after_leaf(path: str, module: nn.Module, args: tuple, output: Any) -> None:
+            position = self.index.get(path)
+            if position is None or path in seen:
+                return
+            seen.append(path)
+            if not _finite(output):
+                verdict.update(outcome="bad", bad_at=position, why="non-finite output")
+                raise _Stop
+            if cut is not None and position >= cut:
+                raise _Stop
+
+        recorder = ModuleRecorder(self.ctx.model, ring=1, on_output=after_leaf)
+        with preserved(self.ctx.model, parameters=False), torch.no_grad():
+            try:
+                with recorder:
+                    self.ctx.forward()
+            except _Stop:
+                pass
+            except Exception as exc:  # noqa: BLE001 - the user's error marks a bad prefix
+                running = [self.index[p] for p in recorder.stack if p in self.index]
+                verdict.update(outcome="bad", why=f"{type(exc).__name__}: "
+                               f"{first_line(str(exc), 160)}",
+                               bad_at=running[-1] if running else len(seen))
+        verdict["ran"] = len(seen)
+        return verdict
+
+
+def leaf_order(ctx: ProbeContext) -> tuple[list[str], dict[str, Any]]:
+    """Leaf modules in the order the forward runs them, and how that full run ended."""
+    order: list[str] = []
+    leaves = {path for path, m in ctx.model.named_modules() if next(m.children(), None) is None}
+
+    def note(path: str, module: nn.Module, args: tuple, output: Any) -> None:
+        if path in leaves and path not in order:
+            order.append(path)
+
+    recorder = ModuleRecorder(ctx.model, ring=1, on_output=note)
+    outcome: dict[str, Any] = {"error": None, "entered": None}
+    with preserved(ctx.model, parameters=False), torch.no_grad():
+        try:
+            with recorder:
+                ctx.forward()
+        except Exception as exc:  # noqa: BLE001 - the failure being bisected
+            outcome["error"] = f"{type(exc).__name__}: {first_line(str(exc), 160)}"
+            running = [p for p in recorder.stack if p in leaves]
+            if running and running[-1] not in order:
+                order.append(running[-1])
+    return order, outcome
+
+
+def bisect_modules(ctx: ProbeContext, lo: int, hi: int) -> dict:
+    order, first = leaf_order(ctx)
+    n = len(order)
+    facts: dict[str, Any] = {"over": "modules", "first_bad": None, "runs": 1, "steps": [],
+                             "order": order, "n": n, "max_runs": _budget(n)}
+    if n == 0:
+        return result("inconclusive", "the model has no leaf modules that ran", facts)
+    run = PrefixRun(ctx, order)
+    whole = run(None)
+    facts["runs"] = 1 + run.runs
+    if whole["outcome"] == "good":
+        return result("pass", f"all {n} leaf modules ran with finite outputs"
+                      + (f" (but: {first['error']})" if first["error"] else ""), facts)
+    lo = max(0, lo)
+    hi = n - 1 if hi < 0 or hi >= n else hi
+    steps = []
+    while lo < hi:
+        cut = (lo + hi) // 2
+        verdict = run(cut)
+        bad = verdict["outcome"] == "bad" and verdict["bad_at"] is not None \
+            and verdict["bad_at"] <= cut
+        steps.append({"lo": lo, "hi": hi, "cut": cut, "cut_module": order[cut],
+                      "ran": verdict["ran"], "outcome": "bad" if bad else "good",
+                      "why": verdict["why"] if bad else None})
+        if bad:
+            hi = cut
+        else:
+            lo = cut + 1
+    facts["runs"] = 1 + run.runs
+    facts["steps"] = steps
+    path = order[lo]
+    module = ctx.model.get_submodule(path)
+    facts["first_bad"] = {"index": lo, "module": path, "type": type(module).__name__,
+                          "label": module_label(module), "why": whole["why"]}
+    summary = (f"first bad leaf: {path} ({module_label(module)}), #{lo + 1} of {n}: "
+               f"{whole['why']} — {facts['runs']} runs")
+    return result("fail", summary, facts, {"module": path, "op": None, "file": None,
+                                           "line": None})
+
+
+def _budget(n: int) -> int:
+    return math.ceil(math.log2(n)) + 2 if n > 1 else 2
+
+
+def _bad_state(model: nn.Module, loss: Any) -> dict[str, Any] | None:
+    if isinstance(loss, torch.Tensor) and not all_finite(loss.detach()):
+        return {"what": "loss", "name": None, "loss": str(float(loss.detach()))}
+    for name, param in model.named_parameters():
+        if not all_finite(param.detach()):
+            return {"what": "param", "name": name}
+        if param.grad is not None and not all_finite(param.grad):
+            return {"what": "grad", "name": name}
+    return None
+
+
+class _Snapshot:
+    """Model, optimizer and RNG state at one step, to replay training from there."""
+
+    def __init__(self, ctx: ProbeContext, step: int):
+        import copy
+
+        self.step = step
+        self.model = copy.deepcopy(ctx.model.state_dict())
+        self.optimizer = copy.deepcopy(ctx.optimizer.state_dict()) if ctx.optimizer else None
+        self.rng = torch.get_rng_state()
+
+    def restore(self, ctx: ProbeContext) -> None:
+        ctx.model.load_state_dict(self.model)
+        if self.optimizer is not None:
+            ctx.optimizer.load_state_dict(self.optimizer)
+        torch.set_rng_state(self.rng)
+
+
+def bisect_steps(ctx: ProbeContext, total: int) -> dict:
+    facts: dict[str, Any] = {"over": "steps", "first_bad": None, "runs": 0, "steps": [],
+                             "n": total}
+    if ctx.optimizer is None and ctx.train_step is None:
+        return result("inconclusive", "bisecting steps needs an optimizer or a train_step",
+                      facts)
+    interval = max(1, math.ceil(math.sqrt(total)))
+    facts["checkpoint_every"] = interval
+    facts["max_runs"] = 1 + math.ceil(math.log2(interval)) if interval > 1 else 1
+    with preserved(ctx.model, ctx.optimizer, parameters=True):
+        good = _Snapshot(ctx, 0)
+        bad_step, bad_what = None, None
+        facts["runs"] = 1
+        step = 0
+        while step < total and bad_step is None:
+            loss = ctx.step()
+            step += 1
+            if step % interval == 0 or step == total:
+                bad_what = _bad_state(ctx.model, loss)
+                if bad_what is None:
+                    good = _Snapshot(ctx, step)
+                else:
+                    bad_step = step
+        if bad_step is None:
+            return result("pass", f"{total} training steps kept loss and parameters finite",
+                          facts)
+        lo, hi = good.step + 1, bad_step  # the first bad step lies in [lo, hi]
+        while lo < hi:
+            cut = (lo + hi) // 2
+            good.restore(ctx)
+            loss = None
+            for _ in range(cut - good.step):
+                loss = ctx.step()
+            facts["runs"] += 1
+            what = _bad_state(ctx.model, loss)
+            facts["steps"].append({"lo": lo, "hi": hi, "cut": cut, "ran": cut - good.step,
+                                   "outcome": "bad" if what else "good"})
+            if what:
+                hi, bad_what = cut, what
+            else:
+                lo = cut + 1
+    facts["first_bad"] = {"step": lo, **bad_what}
+    name = f" ({bad_what['name']})" if bad_what.get("name") else ""
+    summary = (f"training turns non-finite at step {lo}: first the {bad_what['what']}{name} "
+               f"— {facts['runs']} runs")
+    return result("fail", summary, facts)
+
+
+@probe("bisect")
+@never_raises
+def bisect(ctx: ProbeContext, over: str = "modules", steps: int = 64, lo: int = 0,
+           hi: int = -1) -> dict:
+    if ctx.model is None:
+        return result("inconclusive", "no model to bisect",
+                      {"first_bad": None, "runs": 0, "steps": []})
+    if over == "steps":
+        return bisect_steps(ctx, max(1, int(steps)))
+    if over != "modules":
+        return result("error", f"unknown bisect target {over!r}: use 'modules' or 'steps'",
+                      {"first_bad": None, "runs": 0, "steps": []})
+    return bisect_modules(ctx, int(lo), int(hi))
