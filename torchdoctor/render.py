@@ -56,6 +56,16 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def _indented(console: Console, indent: int, markup: str) -> None:
+    """One line of markup; on a terminal, wrapped lines keep the indent."""
+    if console.soft_wrap:
+        console.print(" " * indent + markup)
+        return
+    from rich.padding import Padding
+
+    console.print(Padding(markup, (0, 0, 0, indent), expand=False))
+
+
 def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """Long messages (a tensor repr, a state_dict key list) cut in the middle."""
     text = text.strip()
@@ -100,20 +110,20 @@ def render_error(diagnosis: Diagnosis, console: Console) -> None:
                       "a symptom.")
         if diagnosis.prose_fields:
             numbers = ", ".join(f"{k} = {v}" for k, v in diagnosis.prose_fields.items())
-            console.print(f"  numbers read: {escape(numbers)}")
+            _indented(console, 2, f"numbers read: {escape(numbers)}")
         return
     console.print("[bold]The error[/bold]")
     kind = error.type or "(exception type not shown)"
-    console.print(f"  [bold red]{escape(kind)}[/bold red]: {escape(shorten(error.message))}")
+    _indented(console, 2, f"[bold red]{escape(kind)}[/bold red]: {escape(shorten(error.message))}")
     frame = error.user_frame
     if frame is not None:
         where = f"{frame.file}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
-        console.print(f"  at {escape(where)}")
+        _indented(console, 2, f"at {escape(where)}")
         if frame.code:
-            console.print(f"      {escape(frame.code.strip())}")
-    console.print(f"  phase: {error.phase.replace('_', ' ')}")
+            _indented(console, 6, f"{escape(frame.code.strip())}")
+    _indented(console, 2, f"phase: {error.phase.replace('_', ' ')}")
     for note in _extras_notes(error.extras or {}):
-        console.print(f"  {escape(note)}")
+        _indented(console, 2, f"{escape(note)}")
 
 
 def _extras_notes(extras: dict) -> list[str]:
@@ -142,30 +152,30 @@ def render_match(match: Match, console: Console, rank: int, detailed: bool) -> N
     console.print()
     console.print(f"[bold]{rank}. {escape(entry.title)}[/bold]  [dim]{entry.id}  "
                   f"score {match.score:.2f}[/dim]")
-    console.print(f"   [dim]why this entry: {escape(match.reason)}[/dim]")
+    _indented(console, 3, f"[dim]why this entry: {escape(match.reason)}[/dim]")
     for fact in match.facts:
-        console.print(f"   • {escape(fact)}")
+        _indented(console, 3, f"• {escape(fact)}")
     hypotheses = match.hypotheses if detailed else match.hypotheses[:2]
     for number, hypothesis in enumerate(hypotheses, start=1):
         _render_hypothesis(hypothesis, console, number, detailed)
     hidden = len(match.hypotheses) - len(hypotheses)
     if hidden:
-        console.print(f"   [dim]… {hidden} more hypotheses (--json shows them all)[/dim]")
+        _indented(console, 3, f"[dim]… {hidden} more hypotheses (--json shows them all)[/dim]")
 
 
 def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed: bool) -> None:
     from rich.markup import escape
 
-    console.print(f"   [bold]H{number}[/bold] {escape(hypothesis['statement'])}")
+    _indented(console, 3, f"[bold]H{number}[/bold] {escape(hypothesis['statement'])}")
     if detailed and hypothesis.get("predicts"):
-        console.print(f"      predicts: {escape(hypothesis['predicts'])}")
+        _indented(console, 6, f"predicts: {escape(hypothesis['predicts'])}")
     probe = hypothesis.get("probe")
     if probe:
-        console.print(f"      test it: {escape(probe_command(probe['name']))}")
+        _indented(console, 6, f"test it: {escape(probe_command(probe['name']))}")
     fix = hypothesis.get("fix")
     if not fix:
         return
-    console.print(f"      fix: {escape(fix['summary'])}")
+    _indented(console, 6, f"fix: {escape(fix['summary'])}")
     if detailed and (fix.get("before") or fix.get("after")):
         _render_snippets(fix, console)
 
@@ -178,10 +188,10 @@ def _render_snippets(fix: dict, console: Console) -> None:
         code = (fix.get(label) or "").rstrip()
         if not code:
             continue
-        console.print(f"      {label}:")
+        _indented(console, 6, f"{label}:")
         if console.color_system is None:
             for line in code.splitlines():
-                console.print(f"        {escape(line)}")
+                _indented(console, 8, f"{escape(line)}")
             continue
         from rich.padding import Padding
         from rich.syntax import Syntax
@@ -200,4 +210,4 @@ def render_no_match(diagnosis: Diagnosis, console: Console) -> None:
                       "error yet.")
     console.print("Work through it in five phases:")
     for number, (name, step) in enumerate(FIVE_PHASES, start=1):
-        console.print(f"  {number}. [bold]{name}[/bold]: {step}")
+        _indented(console, 2, f"{number}. [bold]{name}[/bold]: {step}")
