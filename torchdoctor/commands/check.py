@@ -1,10 +1,128 @@
-"""Placeholder until this command lands."""
+"""``torchdoctor check TARGET [--json] [--only P,...] [--steps N] [--timeout S]``.
+
+The silent-failure checkup of a harness: every training-sanity probe that
+applies, cheapest first, each with ✓ / ⚠ / ✗ and, for a failure, the
+knowledge-base hypothesis it confirms and its fix. Exit status: 0 all checks
+pass or warn, 1 a check failed, 2 usage error (no such target, a harness that
+does not load). Progress for slow checks goes to stderr, results to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = (
+        "TARGET is FILE.py:NAME or package.module:NAME, a callable returning a dict with\n"
+        "model, batch, loss_fn (and optionally optimizer, train_step, loader, num_classes).\n"
+        "Exit status: 0 all checks pass or warn, 1 a check failed, 2 usage error.")
+    parser.add_argument("target", metavar="TARGET", help="the harness: FILE.py:NAME or pkg.mod:NAME")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"target", "findings": [...]} instead of text')
+    parser.add_argument("--only", metavar="P,...",
+                        help="run only these checks (comma-separated probe names)")
+    parser.add_argument("--steps", type=int, metavar="N",
+                        help="training steps for memory_growth and nonfinite_steps")
+    parser.add_argument("--timeout", type=float, metavar="S",
+                        help="seconds before a check counts as hung (default: per check)")
 
 
-def run(args):
-    print("torchdoctor check: not built yet")
-    return 2
+def run(args: argparse.Namespace) -> int:
+    from torchdoctor import checkup
+    from torchdoctor.patient.client import PatientClient, PatientError, PatientRequestError
+
+    only = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else None
+    if args.steps is not None and args.steps < 1:
+        return _usage("--steps must be at least 1")
+    if args.timeout is not None and args.timeout <= 0:
+        return _usage("--timeout must be positive")
+    if ":" not in args.target:
+        return _usage(f"{args.target!r} is not a harness target; write FILE.py:NAME or "
+                      "package.module:NAME")
+    try:
+        checkup.plan({}, only)
+    except ValueError as exc:
+        return _usage(str(exc))
+    kb = _knowledge(args)
+    try:
+        client = PatientClient.start()
+    except PatientError as exc:
+        return _usage(f"could not start the patient: {exc}")
+    try:
+        try:
+            reply = client.load_harness(args.target)
+        except PatientRequestError as exc:
+            return _usage(f"cannot load {args.target}: {exc.type}: {exc.message}")
+        except PatientError as exc:
+            return _usage(f"cannot load {args.target}: {exc}")
+        planned = checkup.plan(reply.get("found") or {}, only, args.steps)
+        checks = checkup.run_checkup(client, planned, kb, args.timeout,
+                                     progress=lambda line: print(line, file=sys.stderr,
+                                                                 flush=True))
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps({"target": args.target,
+                          "findings": [c.finding.to_dict() for c in checks]}, default=str))
+    else:
+        _print_text(args.target, checks)
+    return checkup.exit_status(checks)
+
+
+def _knowledge(args: argparse.Namespace) -> Any:
+    """The knowledge base, or None when it cannot load: the checks still run without it."""
+    from torchdoctor.knowledge import KnowledgeError, load_knowledge
+
+    try:
+        return load_knowledge(getattr(args, "kb", None) or ())
+    except (KnowledgeError, OSError) as exc:
+        print(f"torchdoctor check: knowledge base not loaded ({exc}); checks run without "
+              "hypotheses", file=sys.stderr)
+        return None
+
+
+def _print_text(target: str, checks: list) -> None:
+    from torchdoctor.checkup import SYMBOLS
+    from torchdoctor.match import fill
+
+    print(f"checkup of {target}")
+    for check in checks:
+        f = check.finding
+        print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
+        where = _where(f.location)
+        if where and f.status in ("fail", "warn"):
+            print(f"    at {where}")
+        if check.hypothesis is not None:
+            facts = {k: v for k, v in f.facts.items() if isinstance(v, (str, int, float))}
+            print(f"    confirms {f.hypothesis}: {check.entry.title}")
+            print(f"      {fill(check.hypothesis.statement, facts)}")
+            if check.hypothesis.fix is not None:
+                print(f"    fix: {fill(check.hypothesis.fix.summary, facts)}")
+    failed = sum(c.finding.status == "fail" for c in checks)
+    warned = sum(c.finding.status == "warn" for c in checks)
+    print(f"{len(checks)} checks: {failed} failed, {warned} warned")
+
+
+def _where(loc: dict | None) -> str:
+    if not loc:
+        return ""
+    parts = []
+    if loc.get("module"):
+        parts.append(f"module {loc['module']}")
+    if loc.get("op"):
+        parts.append(f"op {loc['op']}")
+    if loc.get("file"):
+        parts.append(f"{loc['file']}:{loc.get('line')}")
+    return ", ".join(parts)
+
+
+def _usage(message: str) -> int:
+    print(f"torchdoctor check: {message}", file=sys.stderr)
+    return EXIT_USAGE

@@ -1,0 +1,146 @@
+"""The checkup: which silent-failure probes apply to a harness, and what their results mean.
+
+A training run that does not learn raises nothing, so the checkup runs every
+training-sanity probe that applies, cheapest first, and turns each result
+into a finding. A failing check is tied to the knowledge-base hypotheses
+whose own ``confirm`` criteria its result meets, so the person sees the
+named cause and its fix, not just a red mark. Torch-free: probes run in the
+patient.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from torchdoctor.criteria import verdict
+from torchdoctor.investigate import Finding
+from torchdoctor.patient.client import (
+    PatientClient,
+    PatientDied,
+    PatientError,
+    PatientRequestError,
+    PatientTimeout,
+)
+from torchdoctor.probes_manifest import PROBES
+
+# Cheapest first, so a broken harness shows its first problem within a second.
+CHECK_ORDER = (
+    "census", "loss_at_init", "output_head", "grad_flow", "weights_update", "loop_order",
+    "determinism", "memory_phases", "dataloader", "nonfinite_steps", "memory_growth",
+    "lr_range", "overfit_batch",
+)
+# Checks that may take more than a second, and the parameter that bounds them.
+SLOW = {"dataloader": "timeout", "nonfinite_steps": None, "memory_growth": None,
+        "lr_range": None, "overfit_batch": "seconds"}
+STEP_PARAMS = ("memory_growth", "nonfinite_steps")
+SYMBOLS = {"pass": "✓", "warn": "⚠", "fail": "✗", "error": "✗", "inconclusive": "–"}
+
+
+@dataclass
+class Check:
+    """One check's finding, with the knowledge-base entry and hypothesis it confirms."""
+
+    finding: Finding
+    entry: Any = None
+    hypothesis: Any = None
+
+
+def plan(found: dict[str, str], only: Iterable[str] | None = None, steps: int | None = None,
+         ) -> list[tuple[str, dict[str, Any]]]:
+    """(probe, params) to run on a harness whose parts the patient ``found``, in order."""
+    wanted = list(only) if only else list(CHECK_ORDER)
+    unknown = [name for name in wanted if name not in PROBES]
+    if unknown:
+        raise ValueError(f"unknown check {', '.join(unknown)}; choose from "
+                         f"{', '.join(CHECK_ORDER)}")
+    names = [n for n in CHECK_ORDER if n in wanted] + [n for n in wanted if n not in CHECK_ORDER]
+    if not only and "loader" not in found:
+        names.remove("dataloader")
+    planned = []
+    for name in names:
+        params: dict[str, Any] = {}
+        if steps is not None and name in STEP_PARAMS:
+            params["steps"] = steps
+        planned.append((name, params))
+    return planned
+
+
+def expected_bound(name: str, params: dict[str, Any]) -> str | None:
+    """'up to 20 s' for the checks that may take more than a second, else None."""
+    if name not in SLOW:
+        return None
+    key = SLOW[name]
+    spec = PROBES[name]
+    if key and spec.param(key) is not None:
+        return f"up to {params.get(key, spec.param(key).default):g} s"
+    return "a few seconds"
+
+
+def hypotheses_for(probe_name: str, kb: Any) -> list[tuple[Any, Any]]:
+    """(entry, hypothesis) for every hypothesis in the knowledge base tested by this probe."""
+    if kb is None:
+        return []
+    return [(entry, hyp) for entry in kb.entries for hyp in entry.hypotheses
+            if hyp.probe == probe_name]
+
+
+def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
+    """A finding for one probe result; a failing check names the hypothesis it confirms."""
+    status = result.get("status", "error")
+    judged = [(entry, hyp, verdict(hyp, result, {})) for entry, hyp in hypotheses_for(name, kb)]
+    confirmed = [(e, h) for e, h, v in judged if v == "confirmed"]
+    rejected = [(e, h) for e, h, v in judged if v == "rejected"]
+    entry = hyp = None
+    if status == "error":
+        outcome = "error"
+    elif confirmed and status in ("fail", "warn"):
+        (entry, hyp), outcome = confirmed[0], "confirmed"
+    elif rejected and status in ("pass", "inconclusive"):
+        (entry, hyp), outcome = rejected[0], "rejected"
+    else:
+        outcome = "inconclusive" if judged else "untested"
+    finding = Finding(
+        probe=name, status=status, summary=result.get("summary", ""),
+        hypothesis=f"{entry.id}/{hyp.id}" if entry is not None else None,
+        verdict=outcome, location=result.get("location"), facts=result.get("facts") or {})
+    return Check(finding, entry if outcome == "confirmed" else None,
+                 hyp if outcome == "confirmed" else None)
+
+
+def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]], kb: Any,
+                timeout: float | None = None,
+                progress: Callable[[str], None] = lambda line: None) -> list[Check]:
+    """Run each planned probe; a hung or dead patient is replaced and the checkup goes on."""
+    checks = []
+    for name, params in planned:
+        bound = expected_bound(name, params)
+        if bound:
+            progress(f"running {name} ({bound})…")
+        try:
+            result = client.probe(name, params, timeout=timeout)
+        except (PatientTimeout, PatientDied) as exc:
+            summary = (f"timed out after {exc.seconds:g} s: the probe hung"
+                       if isinstance(exc, PatientTimeout) else str(exc).splitlines()[0])
+            result = {"status": "error", "summary": summary,
+                      "facts": {"timeout": isinstance(exc, PatientTimeout)}, "location": None}
+            _restart(client)
+        except PatientRequestError as exc:
+            if "unknown probe" in exc.message or "no probe" in exc.message:
+                continue
+            result = {"status": "error", "summary": f"{exc.type}: {exc.message}",
+                      "facts": {}, "location": None}
+        checks.append(judge(name, result, kb))
+    return checks
+
+
+def _restart(client: PatientClient) -> None:
+    with contextlib.suppress(PatientError):
+        client.restart()
+
+
+def exit_status(checks: list[Check]) -> int:
+    """1 when any check failed, else 0 (warnings do not fail a checkup)."""
+    return 1 if any(c.finding.status == "fail" for c in checks) else 0
