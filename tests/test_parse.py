@@ -345,3 +345,74 @@ def test_importing_the_parser_does_not_import_torch():
     done = subprocess.run([sys.executable, "-c", code, str(PASTES / "real_inplace.txt")],
                           capture_output=True, text=True, env=env, cwd=REPO, check=True)
     assert done.stdout.strip() == "False"
+
+
+SITE = "/home/ana/.venv/lib/python3.11/site-packages"
+
+
+def traceback_text(frames: list[tuple[str, int, str, str]], final: str) -> str:
+    lines = ["Traceback (most recent call last):"]
+    for file, line, function, code in frames:
+        lines += [f'  File "{file}", line {line}, in {function}', f"    {code}"]
+    return "\n".join(lines + [final]) + "\n"
+
+
+@pytest.mark.parametrize(("file", "function", "is_user"), [
+    ("/home/ana/proj/train.py", "main", True),
+    ("~/proj/train.py", "main", True),
+    ("/tmp/ipykernel_123/456.py", "<module>", True),
+    ("<string>", "<module>", True),
+    ("<string>", "forward", False),
+    ("<eval_with_key>.3", "forward", False),
+    ("<frozen runpy>", "_run_code", False),
+    ("/usr/lib/python3.11/runpy.py", "_run_code", False),
+    ("/opt/conda/lib/python3.10/site-packages/torchvision/ops/boxes.py", "nms", False),
+    ("/usr/local/lib/python3.10/dist-packages/torch/nn/modules/module.py", "_call_impl", False),
+    ("/home/ana/src/pytorch/torch/nn/modules/module.py", "_call_impl", False),
+    (r"C:\Python311\Lib\runpy.py", "_run_code", False),
+])
+def test_user_and_library_frames(file, function, is_user):
+    parsed = parse_traceback(traceback_text([(file, 3, function, "x = f(y)")], "ValueError: bad"))
+    assert parsed.frames[0].is_user is is_user
+
+
+def test_forward_recomputed_inside_backward_counts_as_backward():
+    frames = [
+        ("/home/ana/proj/train.py", 40, "<module>", "loss.backward()"),
+        (f"{SITE}/torch/_tensor.py", 581, "backward", "torch.autograd.backward("),
+        (f"{SITE}/torch/autograd/function.py", 306, "apply", "return user_fn(self, *args)"),
+        (f"{SITE}/torch/utils/checkpoint.py", 321, "backward", "outputs = ctx.run_function(*i)"),
+        ("/home/ana/proj/model.py", 12, "forward", "return self.fc(x)"),
+        (f"{SITE}/torch/nn/modules/linear.py", 125, "forward", "return F.linear(x, w, b)"),
+    ]
+    parsed = parse_traceback(traceback_text(frames, "RuntimeError: boom"))
+    assert parsed.phase == "backward"
+    assert parsed.user_frame.file == "/home/ana/proj/model.py"
+
+
+def test_modules_called_by_a_dataset_count_as_data_loading():
+    frames = [
+        ("/home/ana/proj/train.py", 30, "<module>", "for x, y in train_loader:"),
+        (f"{SITE}/torch/utils/data/dataloader.py", 701, "__next__", "data = self._next_data()"),
+        ("/home/ana/proj/data.py", 18, "__getitem__", "image = self.resize(image)"),
+        (f"{SITE}/torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*a)"),
+    ]
+    parsed = parse_traceback(traceback_text(frames, "RuntimeError: boom"))
+    assert parsed.phase == "data_loading"
+
+
+def test_backward_inside_forward_is_backward_because_it_is_deeper():
+    frames = [
+        ("/home/ana/proj/train.py", 30, "<module>", "out = model(x)"),
+        ("/home/ana/proj/model.py", 22, "forward", "g = torch.autograd.grad(y, x)"),
+        (f"{SITE}/torch/autograd/__init__.py", 496, "grad", "result = _engine_run_backward("),
+    ]
+    parsed = parse_traceback(traceback_text(frames, "RuntimeError: boom"))
+    assert parsed.phase == "backward"
+
+
+def test_headless_traceback_pasted_from_the_first_frame():
+    text = (PASTES / "real_linear_mismatch.txt").read_text().split("\n", 1)[1]
+    parsed = parse_traceback(text)
+    assert parsed.message.startswith("mat1 and mat2 shapes cannot be multiplied")
+    assert parsed.user_frame.line == 13 and not parsed.extras["truncated"]
