@@ -372,27 +372,7 @@ class _FileChecker:
         if _text(entry_id):
             self.ids.append((entry_id, line))
         self._unknown_keys(raw, ENTRY_KEYS, label)
-        for key in ("id", "title", "category", "hypotheses"):
-            if key not in raw:
-                self.error(line, f"{label}: missing required field '{key}'")
-        for key in ("id", "title", "category", "example", "counter_example"):
-            if key in raw and not _text(raw[key]):
-                self.error(_field_line(raw, key), f"{label}: '{key}' must be non-empty text")
-        category = raw.get("category")
-        if isinstance(category, str) and category:
-            if category not in CATEGORIES:
-                self.error(_field_line(raw, "category"),
-                           f"{label}: unknown category {category!r} (known: {', '.join(CATEGORIES)})")
-            elif category != self.category:
-                self.error(_field_line(raw, "category"),
-                           f"{label}: category {category!r} does not match the file name "
-                           f"{self.path.name!r}")
-        if isinstance(entry_id, str) and entry_id:
-            prefix, _, slug = entry_id.partition(".")
-            if not slug or not _SLUG.match(slug) or prefix != category:
-                self.error(_field_line(raw, "id"),
-                           f"{label}: id must be 'category.slug' with category {category!r} "
-                           f"and slug of [a-z0-9_]")
+        self._identity(raw, label)
         patterns = self._patterns(raw, label)
         symptoms = self._symptoms(raw, label)
         if not (_nonempty_list(raw.get("patterns")) or _nonempty_list(raw.get("symptoms"))):
@@ -402,7 +382,7 @@ class _FileChecker:
         messages = self._messages(raw, label, patterns)
         derive = self._derive(raw, label)
         references = self._strings(raw, "references", label)
-        names = set(PROSE_FIELDS) if symptoms else set()
+        names = set(PROSE_FIELDS) if _nonempty_list(raw.get("symptoms")) else set()
         for pattern in patterns + symptoms:
             names.update(pattern.groups)
         self._derive_inputs(raw, label, derive, names)
@@ -427,6 +407,32 @@ class _FileChecker:
             file=self.file,
             line=line,
         )
+
+    def _identity(self, raw: dict, label: str) -> None:
+        """Required fields, and an id, category and file name that agree."""
+        line = raw.line
+        entry_id = raw.get("id")
+        for key in ("id", "title", "category", "hypotheses"):
+            if key not in raw:
+                self.error(line, f"{label}: missing required field '{key}'")
+        for key in ("id", "title", "category", "example", "counter_example"):
+            if key in raw and not _text(raw[key]):
+                self.error(_field_line(raw, key), f"{label}: '{key}' must be non-empty text")
+        category = raw.get("category")
+        if isinstance(category, str) and category:
+            if category not in CATEGORIES:
+                self.error(_field_line(raw, "category"),
+                           f"{label}: unknown category {category!r} (known: {', '.join(CATEGORIES)})")
+            elif category != self.category:
+                self.error(_field_line(raw, "category"),
+                           f"{label}: category {category!r} does not match the file name "
+                           f"{self.path.name!r}")
+        if isinstance(entry_id, str) and entry_id:
+            prefix, _, slug = entry_id.partition(".")
+            if not slug or not _SLUG.match(slug) or prefix != category:
+                self.error(_field_line(raw, "id"),
+                           f"{label}: id must be 'category.slug' with category {category!r} "
+                           f"and slug of [a-z0-9_]")
 
     def _patterns(self, raw: dict, label: str) -> list[Pattern]:
         items = raw.get("patterns", [])
