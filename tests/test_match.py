@@ -236,3 +236,14 @@ def test_fill_templates():
     assert fill("{a} and {{b}} and {c}", {"a": 1, "c": True}) == "1 and {b} and yes"
     assert fill("{missing}", {}) == "?"
     assert fill(None, {}) == ""
+
+
+def test_an_unknown_error_is_read_for_symptoms_in_its_message_only():
+    nan = entry("numerics.nan_loss", symptoms=[r"\bnan\b"])
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+            "    loss_is_nan = check(loss)\nValueError: the loss became NaN at step 12\n")
+    best = diagnose(text, kb(nan)).matches[0]
+    assert best.entry.id == "numerics.nan_loss"
+    assert best.fields["step"] == "12"
+    quiet = text.replace("the loss became NaN at step 12", "bad value")
+    assert diagnose(quiet, kb(nan)).matches == []

@@ -427,11 +427,13 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     else:
         candidates = _match_patterns(index, [_Link(None, tail, 1.0)], None)
     kind = "traceback" if parsed is not None or candidates else "symptom"
-    if not candidates:
-        prose_fields = symptoms.extract_numbers(tail)
-        candidates = _match_prose(index, tail)
-    candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
+    if not candidates:
+        # An unknown error's message can still name a symptom ("returned nan values");
+        # the rest of a traceback (code lines, paths) would only add false hits.
+        prose_fields = symptoms.extract_numbers(message)
+        candidates = _match_prose(index, message)
+    candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
     matches = [_build_match(c, prose_fields, message) for c in candidates]
     return Diagnosis(kind, text, parsed, matches, prose_fields)
 
