@@ -198,7 +198,8 @@ def print_text(outcome: dict) -> None:
         print(f"likely: {best.get('title')} ({best.get('entry')}); no hypothesis was confirmed")
     others = [f for f in outcome["findings"] if f["verdict"] != "confirmed"]
     for finding in others:
-        print(f"  {finding['verdict']}: {finding['hypothesis']} — {finding['summary']}")
+        statement = hypotheses.get(finding["hypothesis"], {}).get("statement")
+        print(f"  {finding['verdict']}: {_shorten(statement or finding['summary'], 110)}")
 
 
 def _hypotheses_by_id(matches: list[dict]) -> dict[str, dict]:
@@ -217,6 +218,10 @@ def _where(location: dict | None) -> str:
         line = f":{location['line']}" if location.get("line") else ""
         parts.append(f"{location['file']}{line}")
     return ", ".join(parts)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _first_line(text: Any) -> str:
