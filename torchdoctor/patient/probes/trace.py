@@ -131,7 +131,8 @@ class OpRecorder(TorchFunctionMode):
 
 
 def _brief(t: torch.Tensor) -> dict[str, Any]:
-    return {"shape": shape(t), "dtype": str(t.dtype), "device": str(t.device)}
+    return {"shape": shape(t), "dtype": str(t.dtype), "device": str(t.device),
+            "contiguous": t.is_contiguous()}
 
 
 def with_code(entry: dict[str, Any]) -> dict[str, Any]:
@@ -276,6 +277,7 @@ def _located_failure(ctx: ProbeContext, error: BaseException, phase: str,
         input_shapes=[t["shape"] for t in inputs],
         input_dtypes=[t["dtype"] for t in inputs],
         input_devices=[t["device"] for t in inputs],
+        input_contiguous=[t.get("contiguous") for t in inputs],
     )
     if isinstance(failing_module, nn.Linear) and facts["input_shapes"]:
         _explain_linear(failing_module, failing_path, facts, modules, ops)
