@@ -247,3 +247,34 @@ def test_an_unknown_error_is_read_for_symptoms_in_its_message_only():
     assert best.fields["step"] == "12"
     quiet = text.replace("the loss became NaN at step 12", "bad value")
     assert diagnose(quiet, kb(nan)).matches == []
+
+
+STACK = r"stack expects each tensor to be equal size, but got \[(?P<a>[\d, ]*)\] at entry"
+COLLATE_TRACEBACK = textwrap.dedent("""\
+    Traceback (most recent call last):
+      File "/home/me/train.py", line 30, in <module>
+        for images, labels in loader:
+      File "/usr/lib/python3.11/site-packages/torch/utils/data/dataloader.py", line 733, in __next__
+        data = self._next_data()
+      File "/usr/lib/python3.11/site-packages/torch/utils/data/_utils/collate.py", line 211, in collate_tensor_fn
+        return torch.stack(batch, 0, out=out)
+    RuntimeError: stack expects each tensor to be equal size, but got [3, 32, 32] at entry 0 and [3, 28, 28] at entry 5
+    """)
+PLAIN_STACK_TRACEBACK = textwrap.dedent("""\
+    Traceback (most recent call last):
+      File "/home/me/model.py", line 12, in <module>
+        torch.stack(sentences)
+    RuntimeError: stack expects each tensor to be equal size, but got [3] at entry 0 and [4] at entry 1
+    """)
+
+
+def test_phase_bound_categories_win_only_in_their_phase():
+    collate = entry("dataloader.collate", patterns=[("RuntimeError", STACK)])
+    stack = entry("shape.stack", patterns=[("RuntimeError", STACK)])
+    entries = kb(collate, stack)
+    in_loader = diagnose(COLLATE_TRACEBACK, entries)
+    assert in_loader.error.phase == "data_loading"
+    assert [m.entry.id for m in in_loader.matches] == ["dataloader.collate", "shape.stack"]
+    outside = diagnose(PLAIN_STACK_TRACEBACK, entries).matches
+    assert [m.entry.id for m in outside] == ["shape.stack", "dataloader.collate"]
+    assert "not in the data loading phase" in outside[1].reason

@@ -16,7 +16,8 @@ prose symptom           0.5
 ====================  =====
 
 then inside a tier: +0.3 when the match is on a CUDA assertion line (it
-names the real cause), +0.05 when the phase agrees with the category,
+names the real cause), +0.05 when the phase agrees with the category (and
+-0.05 for dataloader/state_dict entries when the error is outside that phase),
 + up to 0.4 for specificity (how much literal text and how many named
 groups the pattern pinned down); a match on a non-root link of the chain
 counts 0.6 of that. Ties go to the id, so the order is deterministic.
@@ -60,6 +61,9 @@ _CATEGORY_PHASE = {
     "index": "forward",
     "dtype": "forward",
 }
+# Categories that only make sense in their phase: a collate error outside a
+# DataLoader is a plain shape error, so these lose the bonus's worth elsewhere.
+_PHASE_BOUND = {"dataloader", "state_dict"}
 _MISSING = "?"
 
 
@@ -341,11 +345,14 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
             tier = TIER_TYPE_AND_REGEX if type_agrees else TIER_REGEX
             category = getattr(pattern.entry, "category", "")
             phase_agrees = bool(phase) and _CATEGORY_PHASE.get(category) == phase
+            phase_disagrees = bool(phase) and category in _PHASE_BOUND and not phase_agrees
             score = tier + SPECIFICITY_WEIGHT * pattern.specificity
             score += ASSERT_BONUS if link.is_assertion else 0.0
-            score += PHASE_BONUS if phase_agrees else 0.0
+            score += PHASE_BONUS if phase_agrees else -PHASE_BONUS if phase_disagrees else 0.0
             score = round(score * link.weight, 4)
             reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
+            if phase_disagrees:
+                reason += f"; not in the {_CATEGORY_PHASE[category].replace('_', ' ')} phase"
             candidate = _Candidate(pattern.entry, score, reason,
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
@@ -421,7 +428,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     prose_fields: dict = {}
     if parsed is not None:
         links = _links(parsed)
-        candidates = _match_patterns(index, links, _value(parsed, "phase"))
+        # Without frames the parser cannot judge the phase; do not hold "other" against it.
+        phase = _value(parsed, "phase") if _value(parsed, "frames") else None
+        candidates = _match_patterns(index, links, phase)
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
     else:
