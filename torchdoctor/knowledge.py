@@ -74,9 +74,11 @@ ENTRY_KEYS = (
     "derive",
     "example",
     "counter_example",
+    "example_requires",
     "hypotheses",
     "references",
 )
+EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix")
 PATTERN_KEYS = ("type", "regex")
 PROBE_KEYS = ("name", "params")
@@ -159,6 +161,9 @@ class Entry:
     derive: list[str] = field(default_factory=list)
     example: str | None = None
     counter_example: str | None = None
+    # What the example needs beyond a CPU build of torch ("cuda"); without
+    # it the example is skipped and the entry's `messages` carry the text.
+    example_requires: str | None = None
     hypotheses: list[Hypothesis] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     file: str = ""
@@ -395,6 +400,10 @@ class _FileChecker:
             self.error(line, f"{label}: has neither 'patterns' nor 'symptoms'")
         if _nonempty_list(raw.get("patterns")) and "example" not in raw:
             self.error(line, f"{label}: a pattern entry needs an 'example' that raises the error")
+        requires = raw.get("example_requires")
+        if requires is not None and requires not in EXAMPLE_REQUIREMENTS:
+            self.error(_field_line(raw, "example_requires"),
+                       f"{label}: example_requires must be one of {', '.join(EXAMPLE_REQUIREMENTS)}")
         messages = self._messages(raw, label, patterns)
         derive = self._derive(raw, label)
         references = self._strings(raw, "references", label)
@@ -418,6 +427,7 @@ class _FileChecker:
             derive=derive,
             example=raw.get("example"),
             counter_example=raw.get("counter_example"),
+            example_requires=raw.get("example_requires"),
             hypotheses=hypotheses,
             references=references,
             file=self.file,
