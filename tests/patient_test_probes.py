@@ -27,3 +27,12 @@ def raises(ctx):
 def sleeps(ctx, seconds=600.0):
     time.sleep(seconds)
     return result("pass", "woke up")
+
+
+CALLS = {"count": 0}
+
+
+@probe("test_counter")
+def counter(ctx):
+    CALLS["count"] += 1
+    return result("warn", f"call {CALLS['count']}", {"count": CALLS["count"]})

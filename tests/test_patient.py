@@ -12,10 +12,12 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from torchdoctor import wire
+from torchdoctor.investigate import factory_for, merge_runs, test_hypotheses
 from torchdoctor.patient.client import (
     CAPTURE_LIMIT,
     PatientClient,
@@ -203,3 +205,50 @@ def test_patient_marks_its_channel_uninheritable():
             script.unlink()
     child_fds = json.loads(reply["stdout"].strip().splitlines()[-1])
     assert max(child_fds) <= 3
+
+
+def _diagnosis(*hypotheses: dict, fields: dict | None = None) -> SimpleNamespace:
+    entry = SimpleNamespace(id="test.entry")
+    match = SimpleNamespace(entry=entry, hypotheses=list(hypotheses), fields=fields or {})
+    return SimpleNamespace(matches=[match])
+
+
+def test_a_probe_shared_by_hypotheses_runs_once_and_each_gets_a_verdict(patient):
+    shared = {"name": "test_counter", "params": {}}
+    diagnosis = _diagnosis(
+        {"id": "a", "probe": shared, "confirm": [{"fact": "count", "eq": 1}], "reject": []},
+        {"id": "b", "probe": shared, "confirm": [{"fact": "count", "gt": 1}],
+         "reject": [{"status": "warn"}]},
+        {"id": "untestable", "probe": None},
+    )
+    findings = test_hypotheses(diagnosis, factory_for(patient))
+    assert [(f.hypothesis, f.verdict) for f in findings] == [
+        ("test.entry/a", "confirmed"), ("test.entry/b", "rejected")]
+    assert findings[0].facts == {"count": 1}
+    assert set(findings[0].to_dict()) == {"probe", "status", "summary", "hypothesis",
+                                          "verdict", "location", "facts"}
+
+
+def test_fresh_env_probe_runs_in_a_new_patient_on_the_same_target(patient):
+    patient.run_script(str(FAULTS / "cuda_script.py"))
+    diagnosis = _diagnosis({"id": "cpu", "probe": {"name": "cpu_fallback", "params": {}},
+                            "confirm": [{"fact": "reproduced_on_cpu", "eq": True}]})
+    (finding,) = test_hypotheses(diagnosis, factory_for(patient))
+    runs = finding.facts["runs"]
+    expected = 1 if not patient.cuda_available else 2  # the blocking rerun needs CUDA
+    assert len(runs) == expected
+    assert runs[0]["env"] == {"CUDA_VISIBLE_DEVICES": "", "TORCHDOCTOR_DEVICE": "cpu"}
+    assert finding.verdict in ("confirmed", "rejected", "inconclusive")
+    assert patient.alive and patient.target["path"].endswith("cuda_script.py")
+
+
+def test_merging_runs_keeps_the_first_facts_and_the_worst_status():
+    merged = merge_runs("p", [
+        ({"A": "1"}, {"status": "pass", "summary": "one", "facts": {"x": 1}, "location": None}),
+        ({"B": "1"}, {"status": "fail", "summary": "two", "facts": {"x": 2, "y": 3},
+                      "location": {"line": 4}}),
+    ])
+    assert merged["status"] == "fail"
+    assert merged["facts"]["x"] == 1 and merged["facts"]["y"] == 3
+    assert merged["summary"] == "one; two" and merged["location"] == {"line": 4}
+    assert [r["env"] for r in merged["facts"]["runs"]] == [{"A": "1"}, {"B": "1"}]
