@@ -70,17 +70,20 @@ _MISSING = "?"
 # --- required literals --------------------------------------------------------
 
 
-def required_literal(regex: str) -> str:
-    """The longest literal run every match of ``regex`` must contain, lower-cased.
-
-    Returns "" when the regex has no such run (then it is always tried).
-    """
+def required_literals(regex: str) -> list[str]:
+    """Every literal run that any match of ``regex`` must contain (branches and
+    optional parts are left out, so each run is truly required)."""
     try:
         tree = _sre_parse.parse(regex)
     except re.error:
-        return ""
-    runs = _literal_runs(list(tree))
-    return max(runs, key=len, default="").lower()
+        return []
+    return _literal_runs(list(tree))
+
+
+def required_literal(regex: str) -> str:
+    """The longest required literal run, lower-cased; "" when there is none
+    (then the pattern is always tried)."""
+    return max(required_literals(regex), key=len, default="").lower()
 
 
 def _literal_runs(items: list) -> list[str]:
@@ -106,7 +109,7 @@ def _literal_runs(items: list) -> list[str]:
 
 
 def _specificity(regex: str, literal_chars: int) -> float:
-    """0..1: more fixed text and more named groups mean a more specific pattern."""
+    """0..1: more required fixed text and more named groups mean a more specific pattern."""
     groups = len(re.findall(r"\(\?P<", regex))
     weight = literal_chars + 8 * groups
     return weight / (weight + 40)
@@ -151,10 +154,11 @@ def _compile_pattern(entry: object, index: int, pattern: object) -> _CompiledPat
     except re.error:
         return None
     exc_type = pattern.type
-    literal = required_literal(compiled.pattern)
+    runs = required_literals(compiled.pattern)
+    literal = max(runs, key=len, default="").lower()
     return _CompiledPattern(
         entry, index, exc_type or None, compiled, literal,
-        _specificity(compiled.pattern, len(literal)),
+        _specificity(compiled.pattern, sum(len(run) for run in runs)),
     )
 
 
