@@ -104,14 +104,51 @@ def test_every_probe_passes_a_healthy_model_and_keeps_the_contract(name):
     assert not ctx.model[0]._forward_hooks and not ctx.model[0]._forward_pre_hooks
 
 
+_RUN_AS_SCRIPTS = """
+import json, runpy, sys
+crashes = {}
+for path in sys.argv[1:]:
+    try:
+        runpy.run_path(path, run_name="__main__")
+        crashes[path] = None
+    except Exception as exc:
+        crashes[path] = [type(exc).__name__, str(exc).splitlines()[0]]
+print(json.dumps(crashes))
+"""
+EXPECTED_CRASH = {
+    "flatten_linear": ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (8x57600"),
+    "embedding_index": ("IndexError", "index out of range in self"),
+    "one_based_labels": ("IndexError", "Target 10 is out of bounds"),
+    "float_labels": ("RuntimeError", "expected target dtype to be Long"),
+    "inplace_saved": ("RuntimeError", "modified by an inplace operation"),
+    "backward_twice": ("RuntimeError", "Trying to backward through the graph a second time"),
+    "view_permute": ("RuntimeError", "view size is not compatible"),
+    "wrong_channels": ("RuntimeError", "to have 1 channels, but got 3 channels"),
+    "nan_log": ("FloatingPointError", "loss is nan at step 0"),
+    "huge_lr": ("FloatingPointError", "loss became"),
+    "device_mismatch": ("RuntimeError", "Expected all tensors to be on the same device"),
+}
+
+
+@pytest.fixture(scope="module")
+def script_crashes() -> dict[str, list[str] | None]:
+    """Every zoo program run as ``__main__`` in one child process (one torch import)."""
+    paths = sorted(str(p) for p in ZOO.glob("*.py"))
+    proc = subprocess.run([sys.executable, "-c", _RUN_AS_SCRIPTS, *paths], check=False,
+                          capture_output=True, text=True, timeout=300, cwd=ZOO)
+    assert proc.returncode == 0, proc.stderr
+    return {Path(k).stem: v for k, v in json.loads(proc.stdout.splitlines()[-1]).items()}
+
+
 @pytest.mark.parametrize("name", sorted(p.stem for p in ZOO.glob("*.py")))
-def test_zoo_program_crashes_as_a_script(name):
+def test_zoo_program_crashes_as_a_script_with_its_real_error(name, script_crashes):
     if name == "device_mismatch" and not torch.cuda.is_available():
-        pytest.skip("the device mismatch needs a CUDA device")
-    proc = subprocess.run([sys.executable, str(ZOO / f"{name}.py")], capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode != 0
-    assert "Traceback (most recent call last)" in proc.stderr
+        assert script_crashes[name] is None
+        pytest.skip("the device mismatch needs a CUDA device to fail")
+    error_type, message = EXPECTED_CRASH[name]
+    assert script_crashes[name] is not None, f"{name}.py ran clean"
+    assert script_crashes[name][0] == error_type
+    assert message in script_crashes[name][1]
 
 
 def test_trace_names_the_linear_and_the_conv_that_fed_it():
@@ -269,14 +306,12 @@ def test_bisect_over_modules_stays_within_budget_and_records_each_step():
     assert narrowed["first_bad"]["module"] == "13" and narrowed["steps"][0]["lo"] == 10
 
 
-def test_bisect_over_steps_finds_the_step_the_script_dies_at():
+def test_bisect_over_steps_finds_the_step_the_script_dies_at(script_crashes):
     ctx = context("huge_lr")
     before = copy.deepcopy(ctx.model.state_dict())
     answer = run_probe("bisect", ctx, {"over": "steps", "steps": 64})
     facts = answer["facts"]
-    proc = subprocess.run([sys.executable, str(ZOO / "huge_lr.py")], capture_output=True,
-                          text=True, timeout=120)
-    died_at = int(proc.stderr.strip().rsplit(" ", 1)[-1])
+    died_at = int(script_crashes["huge_lr"][1].rsplit(" ", 1)[-1])
     assert facts["first_bad"]["step"] == died_at
     assert facts["runs"] <= math.ceil(math.log2(64)) + 2
     assert all(torch.equal(before[k], v) for k, v in ctx.model.state_dict().items())
