@@ -278,3 +278,17 @@ def test_phase_bound_categories_win_only_in_their_phase():
     outside = diagnose(PLAIN_STACK_TRACEBACK, entries).matches
     assert [m.entry.id for m in outside] == ["shape.stack", "dataloader.collate"]
     assert "not in the data loading phase" in outside[1].reason
+
+
+def test_literals_are_remembered_between_processes_and_a_broken_cache_is_ignored(
+        tmp_path, monkeypatch):
+    from torchdoctor.match import MatchIndex
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = MatchIndex([LINEAR]).patterns[0]
+    cache = tmp_path / "torchdoctor" / "match-literals-v1.json"
+    assert json.loads(cache.read_text())[LINEAR_REGEX][0] == first.literal
+    cache.write_text("{not json")
+    again = MatchIndex([LINEAR]).patterns[0]
+    assert (again.literal, again.specificity) == (first.literal, first.specificity)
+    assert diagnose(LINEAR_TRACEBACK, kb(LINEAR)).matches[0].fields["features"] == "57600"

@@ -31,9 +31,12 @@ entries almost all are skipped by one substring test.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from torchdoctor import facts as derived_facts
 from torchdoctor import symptoms
@@ -120,9 +123,15 @@ class _CompiledPattern:
     entry: object
     index: int
     exc_type: str | None
-    regex: re.Pattern[str]
+    pattern: object  # knowledge.Pattern: compiles its regex on first use, once
     literal: str
     specificity: float
+
+    def search(self, text: str) -> re.Match[str] | None:
+        try:
+            return self.pattern.compiled.search(text)
+        except re.error:
+            return None
 
 
 @dataclass(frozen=True)
@@ -132,34 +141,70 @@ class _CompiledMessage:
 
 
 class MatchIndex:
-    """The knowledge base prepared for matching: compiled regexes and literals."""
+    """The knowledge base prepared for matching: required literals and specificity.
+
+    Reading a regex's literals costs about as much as compiling it, and a
+    ``diagnose`` process is short-lived, so they are kept in a small JSON file
+    in the cache directory; regexes are compiled only when their literal is
+    present in the message.
+    """
 
     def __init__(self, entries: Iterable[object]) -> None:
         self.entries = list(entries)
         self.patterns: list[_CompiledPattern] = []
         self.messages: list[_CompiledMessage] = []
+        known = _LiteralCache.load()
         for entry in self.entries:
             for index, pattern in enumerate(getattr(entry, "patterns", None) or []):
-                compiled = _compile_pattern(entry, index, pattern)
-                if compiled:
-                    self.patterns.append(compiled)
+                literal, specificity = known.lookup(pattern.regex)
+                self.patterns.append(_CompiledPattern(entry, index, pattern.type or None,
+                                                      pattern, literal, specificity))
             for message in getattr(entry, "messages", None) or []:
                 self.messages.append(_CompiledMessage(entry, _normalise(str(message))))
+        known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
 
 
-def _compile_pattern(entry: object, index: int, pattern: object) -> _CompiledPattern | None:
-    try:
-        compiled = pattern.compiled
-    except re.error:
-        return None
-    exc_type = pattern.type
-    runs = required_literals(compiled.pattern)
-    literal = max(runs, key=len, default="").lower()
-    return _CompiledPattern(
-        entry, index, exc_type or None, compiled, literal,
-        _specificity(compiled.pattern, sum(len(run) for run in runs)),
-    )
+class _LiteralCache:
+    """regex -> (required literal, specificity), remembered between processes."""
+
+    _FILE = "match-literals-v1.json"
+
+    def __init__(self, path: Path | None, table: dict) -> None:
+        self.path, self.table, self.changed = path, table, False
+
+    @classmethod
+    def load(cls) -> _LiteralCache:
+        from torchdoctor.config import cache_dir
+
+        path = cache_dir() / cls._FILE
+        try:
+            table = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            table = {}
+        return cls(path, table if isinstance(table, dict) else {})
+
+    def lookup(self, regex: str) -> tuple[str, float]:
+        cached = self.table.get(regex)
+        if isinstance(cached, list) and len(cached) == 2:
+            return str(cached[0]), float(cached[1])
+        runs = required_literals(regex)
+        literal = max(runs, key=len, default="").lower()
+        specificity = _specificity(regex, sum(len(run) for run in runs))
+        self.table[regex] = [literal, specificity]
+        self.changed = True
+        return literal, specificity
+
+    def save(self) -> None:
+        if not self.changed or self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(self.table), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError:
+            pass  # a read-only home only costs the next process the same work
 
 
 def _normalise(message: str) -> str:
@@ -341,7 +386,7 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
         for pattern in index.patterns:
             if pattern.literal and pattern.literal not in lowered:
                 continue
-            found = pattern.regex.search(link.text)
+            found = pattern.search(link.text)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
