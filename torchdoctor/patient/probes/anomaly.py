@@ -102,12 +102,19 @@ def rerun_under_anomaly(ctx: ProbeContext) -> AnomalyRun:
             run.node = node["node"] if node else None
             frames = [frame_info(m["file"], int(m["line"]), m["function"].strip())
                       for m in _FRAME.finditer(text.split(_FORWARD_HEADER, 1)[1])]
-            ours = [i for i, f in enumerate(frames) if file_kind(f["file"]) == DOCTOR]
-            run.forward_frames = frames[ours[-1] + 1:] if ours else frames
+            run.forward_frames = frames_below_probe(frames)
     if run.node is None and run.error is not None:
         node = re.search(r"Function '(?P<node>\w+)' returned nan", str(run.error))
         run.node = node["node"] if node else None
     return run
+
+
+def frames_below_probe(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frames the probe called into: not what called the probe, nor its recorders."""
+    kinds = [file_kind(f["file"]) == DOCTOR for f in frames]
+    if True in kinds:
+        frames = frames[kinds.index(True):]
+    return [f for f in frames if file_kind(f["file"]) != DOCTOR]
 
 
 def user_forward_frame(run: AnomalyRun) -> dict[str, Any] | None:
