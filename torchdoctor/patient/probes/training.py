@@ -32,6 +32,7 @@ from torchdoctor.patient.probes._replica import (
 from torchdoctor.patient.probes._watch import watch_loop
 
 MAX_LISTED = 50
+EARLY_STOP = 5  # consecutive low losses that end overfit_batch early
 
 
 def _train_once(rep: ProbeContext) -> Any:
@@ -354,6 +355,11 @@ def output_head(ctx: ProbeContext) -> dict:
                   f"({', '.join(sorted(losses)) or type(rep.loss_fn).__name__})", facts)
 
 
+def _low(loss: float, initial: float) -> bool:
+    """Close enough to zero to say the model can fit this batch."""
+    return loss < 0.1 * initial or loss < 0.05
+
+
 def _downsample(values: list[float], points: int = 20) -> list[float]:
     if len(values) <= points:
         return [round(v, 6) for v in values]
@@ -376,8 +382,9 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
                 with torch.no_grad():
                     value = float(rep.loss(rep.forward()))
             losses.append(value)
-            if not finite(value) or value < 1e-3 * max(abs(losses[0]), 1e-12) \
-                    or time.monotonic() > deadline:
+            if not finite(value) or time.monotonic() > deadline \
+                    or all(_low(v, losses[0]) for v in losses[-EARLY_STOP:]) \
+                    and len(losses) >= EARLY_STOP:
                 break
     except Exception as exc:  # noqa: BLE001 - the user's code failing is a finding
         return result("error", f"training raised {type(exc).__name__}: {exc}",
@@ -385,7 +392,7 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
                       location(site=exception_location(exc)))
     initial, final = losses[0], losses[-1]
     reduction = final / initial if finite(initial) and initial else None
-    learned = finite(final) and (final < 0.1 * initial or final < 0.05)
+    learned = finite(final) and _low(final, initial)
     facts = {"initial_loss": initial if finite(initial) else str(initial),
              "final_loss": final if finite(final) else str(final),
              "reduction": round(reduction, 4) if finite(reduction) else None,
