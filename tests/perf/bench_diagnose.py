@@ -27,6 +27,7 @@ from torchdoctor.knowledge import (
     Entry,
     Hypothesis,
     KnowledgeBase,
+    KnowledgeError,
     Pattern,
     load_knowledge,
 )
@@ -98,7 +99,10 @@ def main() -> None:
     row("  ratio to import torch", f"{whole / torch_import:.2f} x")
     row("  beyond the interpreter start", f"{whole - bare:.3f} s")
 
-    shipped = load_knowledge(include_user=False)
+    try:
+        shipped = load_knowledge(include_user=False)
+    except KnowledgeError as error:
+        raise SystemExit(f"cannot benchmark matching: {error}") from None
     texts = fixture_texts()
     row(f"match per traceback, shipped KB ({len(shipped)} entries, {len(texts)} texts)",
         f"{per_traceback_ms(texts, shipped):.2f} ms", "<= 5 ms")
