@@ -380,5 +380,18 @@ PROBES: dict[str, ProbeSpec] = {
                 "num_workers",
             ),
         ),
+        ProbeSpec(
+            "repro",
+            "repro",
+            "sources of a standalone repro script at increasing levels (failing module,"
+            " failing op, whole model with the recorded batch) from the live failure",
+            "target",
+            facts=(
+                "levels",
+                "skipped",
+                "error_type",
+                "error_message",
+            ),
+        ),
     )
 }
