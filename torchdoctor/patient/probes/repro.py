@@ -42,7 +42,7 @@ from torchdoctor.patient.probes.trace import op_name
 INPUTS_FILE = "repro_inputs.pt"
 MAX_FILE_BYTES = 1 << 20
 LITERAL_INTS = 4096
-LITERAL_FLOATS = 256
+LITERAL_FLOATS = 64
 _BACKWARD_OPS = ("Tensor.backward", "torch.autograd.backward", "torch.autograd.grad")
 _SKIPPED_INIT_PARAMS = {"self", "device", "dtype", "size_average", "reduce", "_weight",
                         "_freeze"}
@@ -532,7 +532,7 @@ class ScriptWriter:
                     f"INPUTS = torch.load(Path(__file__).with_name({INPUTS_FILE!r}))"]
         source = "\n".join(head) + "\n"
         if preamble:
-            kept = [line for line in preamble.splitlines() if line not in head]
+            kept = [line for line in preamble.splitlines() if not line or line not in head]
             source += "\n" + "\n".join(kept).strip("\n") + "\n\n"
         source += "\ntorch.manual_seed(0)\n" + "\n".join(body) + "\n"
         files = {}
