@@ -1,0 +1,63 @@
+"""The Textual front end. Importing this package is cheap: the app loads on first use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def open_app(*, session: Any = None, target: str | None = None, script: str | None = None,
+             argv: list[str] | None = None, diagnosis: dict | None = None,
+             client_factory: Any = None, demo: Any = None, kb_dirs: tuple[str, ...] = (),
+             autostart: bool | None = None, harness: str | None = None) -> int:
+    """Open the app; returns its exit status.
+
+    ``target`` is a harness (``file.py:make``) or a script; ``script`` and
+    ``argv`` name a script to rerun; ``diagnosis`` is a ``Diagnosis.to_dict()``
+    to start from; ``client_factory(env)`` starts patients (real ones by default).
+    With nothing to start from, the app opens on the intake screen.
+    """
+    from torchdoctor.session import Session
+    from torchdoctor.tui.app import TorchDoctorApp
+    from torchdoctor.tui.doctor import Target, default_client_factory
+
+    chosen = _target(target, script, argv, Target)
+    if harness:
+        chosen = Target(script=chosen.script if chosen else None,
+                        argv=chosen.argv if chosen else [], harness=harness)
+    if session is None:
+        session = Session.start(kind="app", argv=chosen.argv if chosen else None,
+                                target=(chosen.script or chosen.harness) if chosen else None)
+    if diagnosis is not None:
+        session.record_diagnosis(diagnosis)
+        if session.state.phase == "reproduce" and not chosen:
+            session.goto("gather")
+    factory = client_factory or default_client_factory(chosen.directory if chosen else None)
+    start = autostart if autostart is not None else (chosen is not None and diagnosis is None)
+    intake = chosen is None and not session.state.matches
+    app = TorchDoctorApp(session, factory, chosen, demo=demo, kb_dirs=kb_dirs, autostart=start,
+                         intake_first=intake)
+    result = app.run()
+    session.close()
+    return int(result or 0)
+
+
+def open_run_outcome(outcome: dict) -> int:
+    """``torchdoctor run SCRIPT`` in a terminal: open at the captured failure, findings in."""
+    from torchdoctor.session import Session
+
+    session = Session.start(kind="run", target=outcome.get("target"), argv=outcome.get("argv"))
+    session.record_diagnosis({"error": outcome.get("error"), "matches": outcome.get("matches")
+                              or []})
+    for finding in outcome.get("findings") or []:
+        session.record_probe(finding)
+    session.goto("test" if outcome.get("findings") else "gather")
+    return open_app(session=session, script=outcome.get("target"), argv=outcome.get("argv"),
+                    autostart=False)
+
+
+def _target(target: str | None, script: str | None, argv: list[str] | None, cls: Any) -> Any:
+    if script:
+        return cls(script=script, argv=list(argv or []))
+    if target:
+        return cls.parse(target)
+    return None

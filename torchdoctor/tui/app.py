@@ -1,0 +1,451 @@
+"""The Textual app: a guided walk through Reproduce → Gather → Hypothesize → Test → Fix & verify.
+
+The app holds no diagnostic logic and imports no torch: it receives a
+patient-client factory (as memray's TUI receives its reader), runs every
+blocking step of the ``Doctor`` in a thread worker that answers with a
+message, and redraws from the Session, whose journal is the hypothesis log.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, ClassVar
+
+from rich.console import Group
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Label, ProgressBar, Static
+from textual.worker import Worker, WorkerState
+
+from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES, Session
+from torchdoctor.tui.commands import DoctorCommands
+from torchdoctor.tui.doctor import Cancelled, ClientFactory, Doctor, Target
+from torchdoctor.tui.messages import StepFailed, StepFinished
+from torchdoctor.tui.screens.modals import Ask, ErrorPanel
+from torchdoctor.tui.widgets import views
+from torchdoctor.tui.widgets.stepper import Stepper
+
+PHASE_ACTION = {"reproduce": "rerun the target", "gather": "take the census",
+                "hypothesize": "", "test": "run the probe", "fix": "rerun and verify"}
+
+
+class TorchDoctorApp(App[int]):
+    """One session, one target (optional), one patient factory."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "torchdoctor"
+    COMMANDS: ClassVar = App.COMMANDS | {DoctorCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("n", "next_phase", "Next", id="phase.next"),
+        Binding("p", "previous_phase", "Prev", id="phase.previous"),
+        Binding("r", "run_step", "Run", id="phase.run"),
+        Binding("escape", "cancel", "Cancel", id="work.cancel"),
+        Binding("a", "add_hypothesis", "Add", id="hyp.add"),
+        Binding("x", "reject", "Reject", id="hyp.reject"),
+        Binding("y", "confirm", "Confirm", id="hyp.confirm"),
+        Binding("left_square_bracket", "move(-1)", "Up", id="hyp.up"),
+        Binding("right_square_bracket", "move(1)", "Down", id="hyp.down"),
+        Binding("f", "apply_demo_fix", "Apply fix", id="demo.fix"),
+        Binding("b", "bisect", "Bisect", id="view.bisect"),
+        Binding("l", "log", "Log", id="view.log"),
+        Binding("e", "export", "Export", id="report.export"),
+        Binding("i", "intake", "Intake", id="view.intake"),
+        Binding("c", "copy_traceback", "Copy tb", id="copy.traceback", show=False),
+        Binding("C", "copy_result", "Copy result", id="copy.result", show=False),
+        Binding("t", "toggle_theme", "Theme", id="view.theme", show=False),
+        *(Binding(str(n), f"goto('{phase}')", PHASE_TITLES[phase], id=f"phase.{phase}",
+                  show=False) for n, phase in enumerate(PHASES, 1)),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(self, session: Session, client_factory: ClientFactory,
+                 target: Target | None = None, *, demo: Any = None,
+                 kb_dirs: tuple[str, ...] = (), autostart: bool = False,
+                 intake_first: bool = False) -> None:
+        super().__init__()
+        self.session = session
+        self.doctor = Doctor(session, target, client_factory, kb_dirs)
+        self.demo = demo
+        self.demo_fixed = False
+        self.autostart = autostart
+        self.intake_first = intake_first
+        self.busy: str | None = None
+        self._busy_since = 0.0
+        self.verify_detail = ""
+        self.exported: str | None = None
+
+    # -- layout ---------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Stepper(id="stepper")
+        yield Label("", id="purpose")
+        yield Label("", id="next")
+        with ContentSwitcher(initial="reproduce", id="phases"):
+            with VerticalScroll(id="reproduce"):
+                yield Static(id="reproduce-view")
+            with VerticalScroll(id="gather"):
+                yield Static(id="gather-view")
+            with VerticalScroll(id="hypothesize"):
+                yield DataTable(id="hyp-table", cursor_type="row")
+                yield Static(id="hyp-detail")
+            with VerticalScroll(id="test"):
+                yield DataTable(id="test-table", cursor_type="row")
+                yield Static(id="test-result")
+            with VerticalScroll(id="fix"):
+                yield Static(id="fix-view")
+        with Horizontal(id="busy"):
+            yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="busy-bar")
+            yield Label("", id="busy-label")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"session {self.session.id}"
+        for table_id in ("#hyp-table", "#test-table"):
+            table = self.query_one(table_id, DataTable)
+            table.add_columns("#", "state", "hypothesis", "probe")
+        self.query_one("#busy").display = False
+        self.set_interval(0.5, self._tick)
+        self.refresh_all()
+        if os.environ.get("TORCHDOCTOR_EXIT_AFTER_PAINT"):
+            self.call_after_refresh(self.exit, 0)
+            return
+        if self.autostart and self.doctor.target is not None:
+            self.action_run_step()
+        elif self.intake_first:
+            self.action_intake()
+
+    # -- drawing ----------------------------------------------------------------------
+
+    @property
+    def phase(self) -> str:
+        return self.session.state.phase
+
+    def refresh_all(self) -> None:
+        state = self.session.state
+        self.query_one(Stepper).show(state.phase, state.completed)
+        self.query_one("#purpose", Label).update(
+            f"{PHASE_TITLES[state.phase]}: {PHASE_PURPOSE[state.phase]}")
+        self.query_one("#next", Label).update(
+            "→ " + views.needs_next(state, state.phase, self.doctor.target is not None))
+        self.query_one(ContentSwitcher).current = state.phase
+        target = self.doctor.target.label if self.doctor.target else None
+        self.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
+        self.query_one("#gather-view", Static).update(views.gather_view(state))
+        self._fill_tables()
+        self.query_one("#fix-view", Static).update(views.fix_view(
+            state, self._fix_hypothesis(), self._demo_fix(), self.demo_fixed,
+            self.verify_detail))
+        self.refresh_bindings()
+
+    def _fill_tables(self) -> None:
+        hyps = list(self.session.state.hypotheses.values())
+        for table_id in ("#hyp-table", "#test-table"):
+            table = self.query_one(table_id, DataTable)
+            row = table.cursor_row
+            table.clear()
+            for number, hyp in enumerate(hyps, 1):
+                table.add_row(str(number), Text(hyp.state, style=views.STATE_STYLE.get(
+                    hyp.state, "")), _shorten(hyp.statement, 70), hyp.probe or "—", key=hyp.key)
+            if hyps:
+                table.move_cursor(row=min(max(row, 0), len(hyps) - 1))
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        hyp = self.selected_hypothesis()
+        self.query_one("#hyp-detail", Static).update(views.hypothesis_detail(hyp))
+        self.query_one("#test-result", Static).update(
+            Group(views.hypothesis_detail(hyp), views.result_view(hyp)))
+
+    @on(DataTable.RowHighlighted)
+    def _row_moved(self, event: DataTable.RowHighlighted) -> None:
+        other = "#test-table" if event.data_table.id == "hyp-table" else "#hyp-table"
+        table = self.query_one(other, DataTable)
+        if table.cursor_row != event.cursor_row and event.cursor_row < table.row_count:
+            table.move_cursor(row=event.cursor_row)
+        self._show_selected()
+
+    def selected_hypothesis(self) -> Any:
+        hyps = list(self.session.state.hypotheses.values())
+        if not hyps:
+            return None
+        row = self.query_one("#hyp-table", DataTable).cursor_row
+        return hyps[min(max(row, 0), len(hyps) - 1)]
+
+    def _fix_hypothesis(self) -> Any:
+        hyps = self.session.state.hypotheses.values()
+        return next((h for h in hyps if h.state == "confirmed"), None)
+
+    def _demo_fix(self) -> tuple[str, str] | None:
+        if self.demo is None:
+            return None
+        from torchdoctor import demo
+
+        return demo.FIX_BEFORE, demo.FIX_AFTER
+
+    def _tick(self) -> None:
+        if self.busy:
+            seconds = time.monotonic() - self._busy_since
+            self.query_one("#busy-label", Label).update(
+                f"{self.busy} … {seconds:.0f} s  (esc cancels)")
+
+    # -- bindings -------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        phase = self.phase
+        if action in ("add_hypothesis", "reject", "confirm", "move"):
+            return phase in ("hypothesize", "test")
+        if action == "apply_demo_fix":
+            return self.demo is not None and phase == "fix"
+        if action == "cancel":
+            return self.busy is not None
+        if action == "run_step":
+            return bool(PHASE_ACTION[phase])
+        return True
+
+    # -- phase movement -------------------------------------------------------------------
+
+    def action_next_phase(self) -> None:
+        index = PHASES.index(self.phase)
+        if index + 1 < len(PHASES):
+            self.action_goto(PHASES[index + 1])
+
+    def action_previous_phase(self) -> None:
+        index = PHASES.index(self.phase)
+        if index > 0:
+            self.action_goto(PHASES[index - 1])
+
+    def action_goto(self, phase: str) -> None:
+        if phase != self.phase:
+            self.session.goto(phase)
+            self.refresh_all()
+
+    # -- the phase step, in a worker --------------------------------------------------------
+
+    def action_run_step(self) -> None:
+        if self.busy:
+            self.notify("Still working; esc cancels.", severity="warning")
+            return
+        phase = self.phase
+        if phase == "test":
+            hyp = self.selected_hypothesis()
+            if hyp is None:
+                self.notify("No hypothesis to test.", severity="warning")
+                return
+            self.run_step("test", f"testing {hyp.key} with {hyp.probe}", hyp.key)
+        elif phase in ("reproduce", "gather", "fix"):
+            label = {"reproduce": "rerunning the target with seed 0",
+                     "gather": "taking the census and the environment",
+                     "fix": "rerunning the target and overfitting one batch"}[phase]
+            self.run_step(phase, label)
+
+    def run_step(self, step: str, label: str, *args: Any) -> None:
+        self.busy = label
+        self._busy_since = time.monotonic()
+        self.query_one("#busy").display = True
+        self._tick()
+        self.refresh_bindings()
+        self.doctor.begin()
+        self._step_worker(step, args)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="step")
+    def _step_worker(self, step: str, args: tuple) -> None:
+        """Blocking work; it talks back only through messages."""
+        from torchdoctor.patient.client import PatientError
+
+        method = {"reproduce": self.doctor.reproduce, "gather": self.doctor.gather,
+                  "test": self.doctor.test, "fix": self.doctor.verify,
+                  "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text}[step]
+        try:
+            result = method(*args)
+        except Cancelled:
+            self.post_message(StepFailed(step, "Stopped; the patient was killed.", True))
+        except (PatientError, ValueError, OSError) as exc:
+            self.post_message(StepFailed(step, str(exc)))
+        else:
+            self.post_message(StepFinished(step, result))
+
+    def _idle(self) -> None:
+        self.busy = None
+        self.query_one("#busy").display = False
+        self.refresh_bindings()
+
+    @on(StepFinished)
+    def _step_finished(self, message: StepFinished) -> None:
+        self._idle()
+        result = message.result
+        if message.step == "reproduce":
+            self.notify(result["detail"], severity="information" if result["same"] else "warning")
+        elif message.step == "test":
+            self.notify(f"{result['verdict']}: {_shorten(result['summary'], 90)}")
+        elif message.step == "fix":
+            self.verify_detail = result["detail"]
+            self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
+                        severity="information" if result["passed"] else "warning")
+        elif message.step == "diagnose":
+            self.notify(f"{len(result.get('matches', []))} knowledge-base entries match")
+        self.refresh_all()
+
+    @on(StepFailed)
+    def _step_failed(self, message: StepFailed) -> None:
+        self._idle()
+        self.refresh_all()
+        if message.cancelled:
+            self.notify(message.text, severity="warning")
+        else:
+            self.push_screen(ErrorPanel(f"Could not {message.step}", message.text))
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        """Anything a worker did not expect still ends as a panel, never a crash."""
+        if event.state == WorkerState.ERROR:
+            self._idle()
+            error = event.worker.error
+            self.push_screen(ErrorPanel("Something went wrong",
+                                        f"{type(error).__name__}: {error}"))
+
+    def action_cancel(self) -> None:
+        if self.busy:
+            self.doctor.cancel()
+            self.query_one("#busy-label", Label).update("stopping …")
+
+    # -- hypotheses -------------------------------------------------------------------------
+
+    def action_add_hypothesis(self) -> None:
+        def added(text: str | None) -> None:
+            if text:
+                self.session.add_hypothesis(text)
+                self.refresh_all()
+
+        self.push_screen(Ask("Your hypothesis, in words:", "the data loader drops the labels"),
+                         added)
+
+    def action_reject(self) -> None:
+        hyp = self.selected_hypothesis()
+        if hyp is None:
+            return
+
+        def rejected(reason: str | None) -> None:
+            if reason:
+                self.session.set_state(hyp.key, "rejected", reason)
+                self.refresh_all()
+
+        self.push_screen(Ask(f"Why reject {hyp.key}?", "the reason, for the log"), rejected)
+
+    def action_confirm(self) -> None:
+        hyp = self.selected_hypothesis()
+        if hyp is not None:
+            self.session.set_state(hyp.key, "confirmed", "confirmed by the person")
+            self.refresh_all()
+
+    def action_move(self, offset: int) -> None:
+        keys = list(self.session.state.hypotheses)
+        hyp = self.selected_hypothesis()
+        if hyp is None:
+            return
+        index = keys.index(hyp.key)
+        other = index + offset
+        if not 0 <= other < len(keys):
+            return
+        keys[index], keys[other] = keys[other], keys[index]
+        self.session.reorder(keys)
+        self.query_one("#hyp-table", DataTable).move_cursor(row=other)
+        self.query_one("#test-table", DataTable).move_cursor(row=other)
+        self.refresh_all()
+
+    # -- other views ---------------------------------------------------------------------------
+
+    def action_apply_demo_fix(self) -> None:
+        from torchdoctor import demo
+
+        target = self.doctor.target
+        if self.demo is None or target is None or not target.script:
+            return
+        if demo.apply_fix(target.script):
+            self.session.record_fix(demo.FIX_SUMMARY, getattr(self._fix_hypothesis(), "key", None))
+            self.notify(f"Applied the fix to {target.script}; press r to rerun and verify.")
+        else:
+            self.notify("The copy is already fixed.")
+        self.demo_fixed = True
+        self.refresh_all()
+
+    def action_bisect(self) -> None:
+        from torchdoctor.tui.screens.bisect import BisectScreen
+
+        if self.doctor.target is None:
+            self.push_screen(ErrorPanel("Bisection needs a target",
+                                        "Give a script or a harness on the intake screen (i)."))
+            return
+        self.push_screen(BisectScreen(self.doctor))
+
+    def action_log(self) -> None:
+        from torchdoctor.tui.screens.log import LogScreen
+
+        self.push_screen(LogScreen(self.session.journal.path))
+
+    def action_intake(self) -> None:
+        from torchdoctor.tui.screens.intake import IntakeScreen
+
+        self.push_screen(IntakeScreen(self.doctor), self._intake_done)
+
+    def _intake_done(self, result: dict | None) -> None:
+        if not result:
+            return
+        if result.get("target") is not None:
+            self.doctor.target = result["target"]
+            self.session.note(f"target: {result['target'].label}")
+        if result.get("text"):
+            self.run_step("diagnose", "matching the knowledge base", result["text"],
+                          result["source"])
+        self.refresh_all()
+
+    def action_export(self) -> None:
+        try:
+            from torchdoctor.report import write_report
+        except ImportError:
+            self.push_screen(ErrorPanel(
+                "The report module is not available",
+                f"The journal holds the whole log: {self.session.journal.path}"))
+            return
+        try:
+            path = write_report(self.session.journal.directory)
+        except (OSError, ValueError) as exc:
+            self.push_screen(ErrorPanel("Could not write the report", str(exc)))
+            return
+        self.exported = str(path)
+        self.session.note(f"exported the report to {path}")
+        self.notify(f"Report written to {path}", timeout=10)
+
+    def action_copy_traceback(self) -> None:
+        text = self.session.state.input_text
+        if not text:
+            self.notify("No traceback to copy yet.", severity="warning")
+            return
+        self.copy_to_clipboard(text)
+        self.notify("Copied the traceback.")
+
+    def action_copy_result(self) -> None:
+        hyp = self.selected_hypothesis()
+        if hyp is None or not hyp.evidence:
+            self.notify("No result to copy yet.", severity="warning")
+            return
+        finding = hyp.evidence[-1]
+        self.copy_to_clipboard(f"{hyp.statement}\n{finding.get('probe')} "
+                               f"[{finding.get('status')}] {finding.get('verdict')}: "
+                               f"{finding.get('summary')}")
+        self.notify("Copied the result.")
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def on_unmount(self) -> None:
+        self.doctor.cancel()
+        self.doctor.close()
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,250 @@
+"""What each phase shows, as Rich renderables built from the session state alone.
+
+Kept free of widgets so the screens stay thin and the text walk of the demo
+could print the same things.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from torchdoctor.session import Hypothesis, SessionState
+
+STATE_STYLE = {
+    "proposed": "dim", "testing": "bold yellow", "confirmed": "bold green",
+    "rejected": "red", "inconclusive": "yellow", "untested": "dim", "error": "bold red",
+}
+
+
+def needs_next(state: SessionState, phase: str, has_target: bool) -> str:
+    """One line: what the current phase still needs from the person."""
+    if phase == "reproduce":
+        if not has_target:
+            return "No target to rerun: give one on the intake screen (i), or go on (n)."
+        if "reproduce" in state.completed:
+            return "Reproduced. Next: n to gather the facts."
+        return "Press r to rerun the target with seed 0 in a fresh patient."
+    if phase == "gather":
+        if not any(p.get("probe") == "env" for p in state.probes):
+            return "Press r to take the census and the environment; then n."
+        return "Read the facts, then n to weigh the hypotheses."
+    if phase == "hypothesize":
+        if not state.hypotheses:
+            return "No hypotheses yet: add your own with a."
+        return "Order them ([ ]), add yours (a), reject one (x); then n to test."
+    if phase == "test":
+        if any(h.state == "confirmed" for h in state.hypotheses.values()):
+            return "A cause is confirmed. Next: n to fix and verify."
+        return "Pick a hypothesis and press r to run its probe (esc cancels)."
+    if state.verified:
+        return "Verified: the rerun passes. Export the report with e."
+    return "Change the code, then press r to rerun the target and overfit one batch."
+
+
+def error_view(error: dict | None, input_text: str | None) -> RenderableType:
+    """The parsed error: type, message, the last user frame with its code, the phase."""
+    if not error or not (error.get("type") or error.get("message")):
+        return Text("No error recorded yet.", style="dim")
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_row("type", str(error.get("type") or "(symptom)"))
+    table.add_row("message", str(error.get("message") or ""))
+    if error.get("phase"):
+        table.add_row("phase", str(error["phase"]))
+    frame = error.get("user_frame")
+    parts: list[RenderableType] = [table]
+    if frame:
+        table.add_row("where", f"{frame.get('file')}:{frame.get('line')} in "
+                               f"{frame.get('function')}")
+        if frame.get("code"):
+            parts.append(Syntax(str(frame["code"]), "python", line_numbers=True,
+                                start_line=int(frame.get("line") or 1), word_wrap=True))
+    return Panel(Group(*parts), title="the error", title_align="left")
+
+
+def reproduce_view(state: SessionState, target_label: str | None) -> RenderableType:
+    parts: list[RenderableType] = [
+        Text.assemble(("target: ", "bold"), target_label or "none (paste-only session)")]
+    if not state.reproductions:
+        parts.append(Text("Not rerun yet.", style="dim"))
+    for number, run in enumerate(state.reproductions, 1):
+        mark = ("✓ same error", "green") if run.get("same") else ("✗ not the same", "red")
+        parts.append(Text.assemble((f"run {number} ", "bold"), (f"seed {run.get('seed')}  ",),
+                                   mark, f"  {run.get('detail') or ''}"))
+    if state.reproductions:
+        parts.append(Text("Shrinking (random data of the same shapes, one batch) comes with the"
+                          " repro in the report (e).", style="dim"))
+    parts.append(error_view(state.error, state.input_text))
+    return Group(*parts)
+
+
+def gather_view(state: SessionState) -> RenderableType:
+    parts: list[RenderableType] = [error_view(state.error, state.input_text)]
+    facts = [fact for match in state.matches[:1] for fact in match.get("facts", [])]
+    if facts:
+        parts.append(Panel(Group(*(Text(f"• {fact}") for fact in facts)),
+                           title="the numbers, explained", title_align="left"))
+    for probe in reversed(state.probes):
+        if probe.get("probe") == "census":
+            parts.append(Panel(census_table(probe.get("facts") or {}),
+                               title="census", title_align="left"))
+            break
+    for probe in reversed(state.probes):
+        if probe.get("probe") == "env":
+            parts.append(Panel(Text(probe.get("summary", "")), title="environment",
+                               title_align="left"))
+            break
+    return Group(*parts)
+
+
+def census_table(facts: dict) -> RenderableType:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    for name in ("inputs", "targets"):
+        value = facts.get(name)
+        if isinstance(value, dict):
+            table.add_row(name, f"{value.get('shape')} {value.get('dtype')} on "
+                                f"{value.get('device')}")
+    params = facts.get("parameters")
+    if isinstance(params, dict):
+        table.add_row("parameters", str(params.get("text", "")))
+    if "training" in facts:
+        table.add_row("mode", "train" if facts["training"] else "eval")
+    if facts.get("classes_out") is not None:
+        table.add_row("classes out", str(facts["classes_out"]))
+    if facts.get("target_min") is not None:
+        table.add_row("label range", f"{facts['target_min']} … {facts['target_max']}")
+    return table
+
+
+def hypothesis_detail(hyp: Hypothesis | None) -> RenderableType:
+    if hyp is None:
+        return Text("No hypothesis selected.", style="dim")
+    lines = [Text(hyp.statement)]
+    if hyp.predicts:
+        lines.append(Text.assemble(("predicts: ", "bold"), hyp.predicts))
+    lines.append(Text.assemble(("tested by: ", "bold"),
+                               hyp.probe or "no probe: judge it yourself (y / x)"))
+    lines.append(Text.assemble(("state: ", "bold"), (hyp.state, STATE_STYLE.get(hyp.state, ""))))
+    if hyp.reason:
+        lines.append(Text.assemble(("why: ", "bold"), hyp.reason))
+    return Panel(Group(*lines), title=hyp.key, title_align="left")
+
+
+def result_view(hyp: Hypothesis | None) -> RenderableType:
+    """The last probe run on a hypothesis: evidence, where it points, the verdict."""
+    if hyp is None or not hyp.evidence:
+        return Text("No result yet for this hypothesis.", style="dim")
+    finding = hyp.evidence[-1]
+    verdict = finding.get("verdict") or "untested"
+    lines = [Text.assemble(("verdict: ", "bold"), (verdict, STATE_STYLE.get(verdict, ""))),
+             Text.assemble(("evidence: ", "bold"), f"{finding.get('probe')} "
+                           f"[{finding.get('status')}] {finding.get('summary', '')}")]
+    where = location_text(finding.get("location"))
+    if where:
+        lines.append(Text.assemble(("where: ", "bold"), where))
+    facts = finding.get("facts") or {}
+    shown = [(k, v) for k, v in facts.items() if not isinstance(v, (dict, list)) or len(str(v)) < 80]
+    if shown:
+        table = Table.grid(padding=(0, 1))
+        table.add_column(style="dim", no_wrap=True)
+        table.add_column()
+        for name, value in shown[:12]:
+            table.add_row(name, str(value))
+        lines.append(table)
+    return Panel(Group(*lines), title="result", title_align="left")
+
+
+def location_text(location: dict | None) -> str:
+    if not location:
+        return ""
+    parts = []
+    if location.get("module"):
+        parts.append(f"module {location['module']}")
+    if location.get("op"):
+        parts.append(f"op {location['op']}")
+    if location.get("file"):
+        parts.append(f"{location['file']}:{location.get('line') or ''}".rstrip(":"))
+    return ", ".join(parts)
+
+
+def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, str] | None,
+             demo_applied: bool, verify_detail: str = "") -> RenderableType:
+    parts: list[RenderableType] = []
+    if hyp is None:
+        parts.append(Text("No hypothesis confirmed yet: the fix follows from the cause "
+                          "(test one first).", style="dim"))
+    else:
+        parts.append(Text.assemble(("cause: ", "bold"), hyp.statement))
+        fix: dict[str, Any] = hyp.fix or {}
+        if fix.get("summary"):
+            parts.append(Text.assemble(("fix: ", "bold"), fix["summary"]))
+        parts.extend(_before_after(fix.get("before"), fix.get("after"), "the pattern"))
+    if demo_fix is not None:
+        before, after = demo_fix
+        status = "applied to the copy" if demo_applied else "press f to apply it to the copy"
+        parts.extend(_before_after(before, after, f"the demo's fix ({status})"))
+    if state.verified is not None:
+        passed = state.verified
+        parts.append(Text(("✓ verified: " if passed else "✗ not yet: ") + verify_detail,
+                          style="green" if passed else "red"))
+    return Group(*parts)
+
+
+def _before_after(before: str | None, after: str | None, title: str) -> list[RenderableType]:
+    if not before and not after:
+        return []
+    table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
+    table.add_column("before", ratio=1)
+    table.add_column("after", ratio=1)
+    table.add_row(Syntax((before or "").rstrip(), "python", word_wrap=True),
+                  Syntax((after or "").rstrip(), "python", word_wrap=True))
+    return [Panel(table, title=title, title_align="left")]
+
+
+def event_line(event: dict) -> Text:
+    """One journal event as one line of the hypothesis log."""
+    kind = event.get("type", "")
+    when = str(event.get("t", ""))[11:19]
+    text = Text(f"{when} ", style="dim")
+    text.append(f"{kind:<11}", style="bold")
+    if kind == "hypothesis":
+        state = event.get("state", "")
+        text.append(f"{event.get('key')} ", style="cyan")
+        text.append(state, style=STATE_STYLE.get(state, ""))
+        detail = event.get("statement") or event.get("reason") or ""
+        if detail:
+            text.append(f" — {detail}")
+    elif kind == "probe":
+        text.append(f"{event.get('probe')} [{event.get('status')}] ")
+        if event.get("verdict"):
+            text.append(f"{event['verdict']} ", style=STATE_STYLE.get(event["verdict"], ""))
+        text.append(str(event.get("summary", "")))
+    elif kind == "parse":
+        error = event.get("error") or {}
+        text.append(f"{error.get('type')}: {error.get('message')}")
+    elif kind == "matches":
+        text.append(", ".join(m.get("entry", "") for m in event.get("matches", [])) or "none")
+    elif kind == "reproduce":
+        text.append(("same error" if event.get("same") else "not the same") +
+                    f" (seed {event.get('seed')}) {event.get('detail') or ''}")
+    elif kind == "verify":
+        text.append(("passed: " if event.get("passed") else "failed: ") +
+                    str(event.get("detail", "")))
+    else:
+        rest = {k: v for k, v in event.items() if k not in ("v", "seq", "t", "type")}
+        text.append(" ".join(f"{k}={_short(v)}" for k, v in rest.items()))
+    return text
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
