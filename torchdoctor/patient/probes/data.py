@@ -32,11 +32,7 @@ HANG_ADVICE = ("rerun with num_workers=0 to see the real error; check shared-mem
 
 def _unpicklable(obj: Any, path: str, depth: int = 0) -> tuple[str, Any] | None:
     """The attribute path of the first thing pickle refuses, searched through attributes."""
-    try:
-        pickle.dumps(obj)
-    except Exception:  # noqa: BLE001 - any pickling failure is what we look for
-        pass
-    else:
+    if _pickles(obj):
         return None
     if depth < 3:
         children = obj.items() if isinstance(obj, dict) else (
@@ -49,6 +45,14 @@ def _unpicklable(obj: Any, path: str, depth: int = 0) -> tuple[str, Any] | None:
             if found is not None:
                 return found
     return path, obj
+
+
+def _pickles(obj: Any) -> bool:
+    try:
+        pickle.dumps(obj)
+    except Exception:  # noqa: BLE001 - any pickling failure is what we look for
+        return False
+    return True
 
 
 def _why(obj: Any) -> str:
