@@ -235,3 +235,33 @@ def record_repro_from_patient(session: Any, client: Any, error: dict[str, str],
     result = build_repro(session.journal.directory, error, candidates, timeout)
     session.record_repro(**result.to_dict())
     return result
+
+
+def verify_pending(session_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """Verify a session's recorded repro sources when no verdict was journaled yet.
+
+    A session killed between the ``repro`` probe and its verification still has
+    the sources in its journal; this finishes the job once, so the report
+    always shows a verified repro or says why there is none. True when it ran.
+    """
+    from torchdoctor.journal import JOURNAL_NAME, read_events
+    from torchdoctor.session import Session
+
+    events, _ = read_events(Path(session_dir) / JOURNAL_NAME)
+    if any(e["type"] == "repro" for e in events):
+        return False
+    probe = next((e for e in reversed(events)
+                  if e["type"] == "probe" and e.get("probe") == "repro"), None)
+    error = next((e.get("error") for e in reversed(events) if e["type"] == "parse"), None)
+    if probe is None or not error:
+        return False
+    start = next((e for e in events if e["type"] == "session"), {})
+    candidates = candidates_from_probe(probe)
+    if start.get("target"):
+        candidates += script_candidates(start["target"], start.get("argv"), start.get("cwd"))
+    session, _ = Session.resume(session_dir)
+    try:
+        session.record_repro(**build_repro(session_dir, error, candidates, timeout).to_dict())
+    finally:
+        session.close()
+    return True

@@ -1,0 +1,340 @@
+"""A session's report, from its journal alone: ``build_report`` (JSON) and ``render_markdown``.
+
+The report is what a person hands on (to a colleague, a maintainer, a bug
+tracker), so the Markdown is written to read well on GitHub as it is: a
+summary paragraph first, the traceback folded away, the hypothesis log as a
+table, and the repro only when it was seen to fail the same way. Everything
+comes from the journal; nothing here runs probes or imports torch, so writing
+a report is instant and works for a session killed half-way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from torchdoctor.journal import JOURNAL_NAME, read_events
+from torchdoctor.redact import Redactor
+from torchdoctor.session import PHASE_TITLES, Session
+
+REPORT_SCHEMA = 1
+ENV_HINT = ("No environment was recorded in this session. `torchdoctor run SCRIPT` records it;"
+            " in the app, run the `env` probe.")
+_ENV_ROWS = (("torch", "PyTorch"), ("cuda", "CUDA"), ("cudnn", "cuDNN"), ("python", "Python"),
+             ("os", "OS"), ("cuda_available", "CUDA available"))
+
+
+def build_report(session_dir: str | os.PathLike, redact: bool = False) -> dict[str, Any]:
+    """The report's content as JSON-ready data; ``render_markdown`` prints the same."""
+    session_dir = Path(session_dir)
+    events, warnings = read_events(session_dir / JOURNAL_NAME)
+    session = Session(None)  # type: ignore[arg-type] - replay only, never appends
+    for event in events:
+        session.apply(event)
+    state = session.state
+    start = next((e for e in events if e["type"] == "session"), {})
+    repro = next((e for e in reversed(events) if e["type"] == "repro"), None)
+    report = {
+        "schema": REPORT_SCHEMA,
+        "session": {"id": session_dir.name, "started": events[0]["t"] if events else None,
+                    "kind": start.get("kind"), "target": state.target,
+                    "argv": start.get("argv") or [], "torchdoctor": start.get("torchdoctor"),
+                    "events": len(events)},
+        "error": _error(state.error, state.input_text),
+        "environment": _environment(events),
+        "timeline": _timeline(events),
+        "hypotheses": [_hypothesis(h) for h in state.hypotheses.values()],
+        "fix": _fix(state),
+        "repro": _repro(repro, session_dir),
+        "notes": list(state.notes),
+        "warnings": warnings,
+    }
+    report["summary"] = _summary(report, state)
+    return Redactor().value(report) if redact else report
+
+
+def _error(error: dict | None, text: str | None) -> dict[str, Any] | None:
+    if not error:
+        return None
+    return {"type": error.get("type"), "message": error.get("message") or "",
+            "phase": error.get("phase"), "user_frame": error.get("user_frame"),
+            "traceback": text or ""}
+
+
+def _environment(events: list[dict]) -> dict[str, Any] | None:
+    probe = next((e for e in reversed(events)
+                  if e["type"] == "probe" and e.get("probe") == "env"), None)
+    if probe is None:
+        return None
+    facts = probe.get("facts") or {}
+    env = {key: facts.get(key) for key, _ in _ENV_ROWS}
+    env["devices"] = [d.get("name") for d in facts.get("devices") or [] if isinstance(d, dict)]
+    return env
+
+
+def _timeline(events: list[dict]) -> list[dict[str, Any]]:
+    phases: list[dict[str, Any]] = [{"phase": "reproduce", "steps": []}]
+    for event in events:
+        if event["type"] == "phase":
+            if phases[-1]["phase"] != event["phase"]:
+                phases.append({"phase": event["phase"], "steps": []})
+            continue
+        line = _describe(event)
+        if line:
+            phases[-1]["steps"].append({"t": event.get("t"), "type": event["type"],
+                                        "text": line})
+    return [p for p in phases if p["steps"]]
+
+
+def _describe(event: dict) -> str:
+    kind = event["type"]
+    if kind == "session":
+        return f"started a {event.get('kind') or 'app'} session on {event.get('target') or '-'}"
+    if kind == "input":
+        return f"read the error ({event.get('source')})"
+    if kind == "parse":
+        error = event.get("error") or {}
+        return f"parsed {error.get('type')}: {_first(error.get('message'))}"
+    if kind == "matches":
+        names = [m.get("entry") for m in event.get("matches") or []]
+        return f"{len(names)} knowledge-base matches" + (f": {', '.join(names[:3])}"
+                                                         if names else "")
+    if kind == "hypothesis":
+        if event.get("statement"):
+            return f"proposed: {_first(event['statement'])}"
+        return f"{event.get('key')} → {event.get('state')}"
+    if kind == "probe":
+        return f"ran {event.get('probe')}: {event.get('status')} — {_first(event.get('summary'))}"
+    if kind == "reproduce":
+        return "reproduced the same error" if event.get("same") else "did not reproduce"
+    if kind == "note":
+        return f"note: {_first(event.get('text'))}"
+    if kind == "fix":
+        return f"fix: {_first(event.get('summary'))}"
+    if kind == "verify":
+        return f"verification {'passed' if event.get('passed') else 'failed'}:" \
+               f" {_first(event.get('detail'))}"
+    if kind == "repro":
+        if event.get("verified"):
+            return f"repro verified at the {event.get('level')} level ({event.get('lines')} lines)"
+        return f"no verified repro: {_first(event.get('reason'))}"
+    return ""
+
+
+def _hypothesis(h: Any) -> dict[str, Any]:
+    evidence = h.evidence[-1] if h.evidence else None
+    return {"key": h.key, "statement": h.statement, "title": h.title, "probe": h.probe,
+            "verdict": h.state, "reason": h.reason,
+            "evidence": evidence.get("summary") if evidence else h.reason,
+            "location": evidence.get("location") if evidence else None,
+            "fix": (h.fix or {}).get("summary")}
+
+
+def _fix(state: Any) -> dict[str, Any] | None:
+    if state.fix is None:
+        return None
+    hypothesis = state.hypotheses.get(state.fix.get("hypothesis") or "")
+    fix = (hypothesis.fix or {}) if hypothesis else {}
+    return {"summary": state.fix.get("summary"), "hypothesis": state.fix.get("hypothesis"),
+            "before": fix.get("before"), "after": fix.get("after"),
+            "verified": state.verified}
+
+
+def _repro(event: dict | None, session_dir: Path) -> dict[str, Any] | None:
+    if event is None:
+        return None
+    repro = {k: v for k, v in event.items() if k not in ("v", "seq", "type")}
+    if repro.get("verified") and repro.get("path"):
+        path = Path(repro["path"])
+        path = path if path.is_file() else session_dir / path.name
+        repro["source"] = path.read_text(encoding="utf-8") if path.is_file() else None
+    return repro
+
+
+def _summary(report: dict[str, Any], state: Any) -> str:
+    error = report["error"]
+    target = os.path.basename(report["session"]["target"] or "") or "The program"
+    if error is None:
+        checks = [h for h in report["hypotheses"] if h["verdict"] == "confirmed"]
+        return (f"{target}: no exception was recorded in this session"
+                + (f"; {len(checks)} hypotheses were confirmed." if checks else "."))
+    parts = [f"{target} raised `{error['type']}: {_first(error['message'])}`"]
+    frame = error.get("user_frame") or {}
+    if frame.get("file"):
+        parts[0] += f" at `{os.path.basename(frame['file'])}:{frame.get('line')}`"
+    if error.get("phase"):
+        parts[0] += f" during {error['phase'].replace('_', ' ')}"
+    confirmed = [h for h in report["hypotheses"] if h["verdict"] == "confirmed"]
+    if confirmed:
+        cause = confirmed[0]
+        parts.append(f"The confirmed cause: {cause['statement']}"
+                     + (f" ({cause['probe']}: {cause['evidence']})" if cause["probe"] else ""))
+        where = _where(cause.get("location"))
+        if where:
+            parts.append(f"Where: {where}")
+    elif state.matches:
+        best = state.matches[0]
+        parts.append(f"No hypothesis was confirmed; the closest match is"
+                     f" {best.get('title')} (`{best.get('entry')}`)")
+    else:
+        parts.append("No knowledge-base entry matched this error")
+    fix = report["fix"]
+    if fix:
+        verified = " (verified)" if fix.get("verified") else " (not verified yet)"
+        parts.append(f"The fix: {fix['summary']}{verified}")
+    repro = report["repro"]
+    if repro and repro.get("verified"):
+        parts.append(f"A {repro['lines']}-line repro at the {repro['level']} level fails the"
+                     f" same way in {repro['seconds']:.1f} s")
+    return ". ".join(p.rstrip(".") for p in parts) + "."
+
+
+def _where(location: dict | None) -> str:
+    if not location:
+        return ""
+    bits = []
+    if location.get("module"):
+        bits.append(f"module `{location['module']}`")
+    if location.get("op"):
+        bits.append(f"op `{location['op']}`")
+    if location.get("file"):
+        bits.append(f"`{os.path.basename(location['file'])}:{location.get('line')}`")
+    return ", ".join(bits)
+
+
+def _first(text: Any, limit: int = 160) -> str:
+    lines = str(text or "").strip().splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    session = report["session"]
+    error = report["error"]
+    title = f"{error['type']}: {_first(error['message'], 90)}" if error else (
+        session["target"] or session["id"])
+    out = [f"# torchdoctor report: {_cell(title)}", "",
+           (f"Session `{session['id']}` · started {session['started']} ·"
+           f" {session['kind'] or 'app'} on `{session['target'] or '-'}`"
+           f" · torchdoctor {session['torchdoctor'] or '?'}"), "",
+           "## Summary", "", report["summary"], ""]
+    out += _environment_md(report["environment"])
+    out += _error_md(error)
+    out += _timeline_md(report["timeline"])
+    out += _hypotheses_md(report["hypotheses"])
+    out += _fix_md(report["fix"])
+    out += _repro_md(report["repro"])
+    if report["notes"]:
+        out += ["## Notes", ""] + [f"- {_first(n, 400)}" for n in report["notes"]] + [""]
+    if report["warnings"]:
+        out += ["## Journal warnings", ""] + [f"- {w}" for w in report["warnings"]] + [""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _environment_md(env: dict | None) -> list[str]:
+    out = ["## Environment", ""]
+    if env is None:
+        return out + [ENV_HINT, ""]
+    out += ["| | |", "|---|---|"]
+    out += [f"| {label} | {_cell(env.get(key))} |" for key, label in _ENV_ROWS]
+    out.append(f"| devices | {_cell(', '.join(d for d in env.get('devices') or [] if d))} |")
+    return out + [""]
+
+
+def _error_md(error: dict | None) -> list[str]:
+    out = ["## Error", ""]
+    if error is None:
+        return out + ["No exception was recorded in this session.", ""]
+    out += [f"**{error['type']}**: {_first(error['message'], 400)}", ""]
+    frame = error.get("user_frame") or {}
+    if frame.get("file"):
+        out += [f"Raised at `{frame['file']}:{frame.get('line')}` in"
+                f" `{frame.get('function')}`" + (f": `{frame['code']}`" if frame.get("code")
+                                                 else "")
+                + (f" (phase: {error['phase']})" if error.get("phase") else ""), ""]
+    if error.get("traceback"):
+        out += ["<details><summary>Traceback</summary>", "", _fence(error["traceback"], ""),
+                "", "</details>", ""]
+    return out
+
+
+def _timeline_md(timeline: list[dict]) -> list[str]:
+    out = ["## Timeline", ""]
+    for phase in timeline:
+        out += [f"### {PHASE_TITLES.get(phase['phase'], phase['phase'])}", ""]
+        out += [f"- `{(step['t'] or '')[11:19]}` {step['text']}" for step in phase["steps"]]
+        out.append("")
+    return out
+
+
+def _hypotheses_md(hypotheses: list[dict]) -> list[str]:
+    out = ["## Hypothesis log", ""]
+    if not hypotheses:
+        return out + ["No hypotheses were recorded.", ""]
+    out += ["| Hypothesis | Probe | Verdict | Evidence |", "|---|---|---|---|"]
+    for h in hypotheses:
+        verdict = f"**{h['verdict']}**" if h["verdict"] == "confirmed" else h["verdict"]
+        out.append(f"| {_cell(h['statement'])} | {_cell(h['probe'] or '—')} | {verdict} |"
+                   f" {_cell(h['evidence'] or '—')} |")
+    return out + [""]
+
+
+def _fix_md(fix: dict | None) -> list[str]:
+    out = ["## Fix and verification", ""]
+    if fix is None:
+        return out + ["No fix was recorded.", ""]
+    out += [fix["summary"] or "", ""]
+    if fix.get("before"):
+        out += ["Before:", "", _fence(fix["before"], "python"), ""]
+    if fix.get("after"):
+        out += ["After:", "", _fence(fix["after"], "python"), ""]
+    if fix.get("verified") is None:
+        out += ["Not verified yet: apply the fix and rerun (`torchdoctor run SCRIPT`).", ""]
+    else:
+        out += [f"Verification: {'passed' if fix['verified'] else 'failed'}.", ""]
+    return out
+
+
+def _repro_md(repro: dict | None) -> list[str]:
+    out = ["## Minimal repro", ""]
+    if repro is None:
+        return out + [("No repro was attempted: a repro needs a live failure, from"
+                      " `torchdoctor run SCRIPT`."), ""]
+    if not repro.get("verified"):
+        return out + [f"**No verified repro.** {repro.get('reason') or ''}", ""]
+    error = repro.get("error") or {}
+    out += [(f"Verified: `{repro['command']}` in a fresh process raised"
+            f" `{error.get('type')}: {_first(error.get('message'), 200)}`,"
+            f" the same error as the original."), "",
+            f"- level: **{repro['level']}** ({repro.get('what')})",
+            f"- size: {repro['lines']} lines", f"- run time: {repro['seconds']:.2f} s"]
+    if repro.get("files"):
+        out.append(f"- needs beside it: {', '.join(f'`{f}`' for f in repro['files'])}")
+    widened = [a for a in repro.get("attempts") or [] if not a.get("reproduced")]
+    for attempt in widened:
+        out.append(f"- widened past the {attempt['level']} level: {_first(attempt['why'])}")
+    out.append("")
+    if repro.get("source"):
+        out += [_fence(repro["source"], "python"), ""]
+    return out
+
+
+def _fence(text: str, lang: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}"
+
+
+def _cell(value: Any) -> str:
+    return _first(value, 300).replace("|", "\\|") if value is not None else ""
+
+
+def to_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"
+
