@@ -28,7 +28,7 @@ import pickle
 import re
 import string
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,17 +52,7 @@ CATEGORIES = (
     "other",
 )
 # Numbers the matcher reads from prose; symptom entries may use them in templates.
-PROSE_FIELDS = ("loss", "classes", "epoch", "step", "lr")
-
-# The table from docs/knowledge-format.md, used until torchdoctor.facts exists.
-_DOCUMENTED_DERIVATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "factorize_features": (("features",), ("factorizations", "features_chw")),
-    "index_vs_size": (("index", "size"), ("excess", "one_based")),
-    "oom_numbers": (("requested",), ("requested_bytes", "free_bytes", "shortfall")),
-    "dtype_pair": (("expected", "found"), ("which_side",)),
-    "device_pair": (("device_a", "device_b"), ("cpu_side", "cuda_side")),
-    "log_classes": (("loss", "classes"), ("ln_classes", "near_ln_classes")),
-}
+PROSE_FIELDS = ("loss", "classes", "epoch", "step", "lr", "num_workers", "accuracy")
 
 ENTRY_KEYS = (
     "id",
@@ -777,20 +767,10 @@ def _line_loader() -> type:
 
 @functools.cache
 def _derivations() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Derived-fact names and what they add: from torchdoctor.facts, or the documented table."""
-    import importlib
-    import importlib.util
+    """Derived-fact names with the fields each needs and adds."""
+    from torchdoctor.facts import DERIVATIONS
 
-    if importlib.util.find_spec("torchdoctor.facts") is None:
-        return dict(_DOCUMENTED_DERIVATIONS)
-    derivations = getattr(importlib.import_module("torchdoctor.facts"), "DERIVATIONS", None)
-    if not isinstance(derivations, Mapping):
-        return dict(_DOCUMENTED_DERIVATIONS)
-    table = {}
-    for name, spec in derivations.items():
-        needs, adds = (spec[0], spec[1]) if isinstance(spec, (tuple, list)) else ((), ())
-        table[name] = (tuple(needs), tuple(adds))
-    return table
+    return DERIVATIONS
 
 
 def _param_type_ok(kind: str, value: Any) -> bool:
