@@ -93,6 +93,7 @@ def _print_text(target: str, checks: list) -> None:
     from torchdoctor.match import fill
 
     print(f"checkup of {target}")
+    fields = _fields(checks)
     for check in checks:
         f = check.finding
         print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
@@ -100,7 +101,7 @@ def _print_text(target: str, checks: list) -> None:
         if where and f.status in ("fail", "warn"):
             print(f"    at {where}")
         if check.hypothesis is not None:
-            facts = {k: v for k, v in f.facts.items() if isinstance(v, (str, int, float))}
+            facts = {**fields, **_scalars(f.facts)}
             print(f"    confirms {f.hypothesis}: {check.entry.title}")
             print(f"      {fill(check.hypothesis.statement, facts)}")
             if check.hypothesis.fix is not None:
@@ -108,6 +109,20 @@ def _print_text(target: str, checks: list) -> None:
     failed = sum(c.finding.status == "fail" for c in checks)
     warned = sum(c.finding.status == "warn" for c in checks)
     print(f"{len(checks)} checks: {failed} failed, {warned} warned")
+
+
+def _scalars(facts: dict) -> dict:
+    return {k: v for k, v in facts.items() if isinstance(v, (str, int, float))}
+
+
+def _fields(checks: list) -> dict:
+    """Numbers one check found that another's hypothesis quotes (the loss, C, ln C)."""
+    fields: dict = {}
+    for check in checks:
+        fields.update(_scalars(check.finding.facts))
+    if "num_classes" in fields:
+        fields.setdefault("classes", fields["num_classes"])
+    return fields
 
 
 def _where(loc: dict | None) -> str:
