@@ -33,7 +33,7 @@ from torchdoctor.parsing.signature import message_signature
 REPRO_NAME = "repro.py"
 LEVELS = ("module", "op", "model", "script")
 DEFAULT_TIMEOUT = 60.0
-_INT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_INT = re.compile(r"(?<![\d.])\d+(?![\d.])")
 
 
 @dataclass
