@@ -35,8 +35,9 @@ class Redactor:
         value = _OTHER_HOMES[0].sub("/home/<user>", value)
         value = _OTHER_HOMES[1].sub("/Users/<user>", value)
         value = _OTHER_HOMES[2].sub(r"C:\\Users\\<user>", value)
+        # A name is masked only as a whole word, and never a one-letter one.
         for name, mask in ((self.host, "<host>"), (self.user, "<user>")):
-            if name and len(name) >= 3:
+            if name and len(name) >= 2:
                 value = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", mask, value)
         return value
 
