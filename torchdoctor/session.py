@@ -235,7 +235,7 @@ def record_run(outcome: dict, client: Any = None,
         if error:
             session.record_input(outcome.get("traceback") or traceback_text(error),
                                  source="script")
-        _record_findings(session, error, outcome.get("matches") or [],
+        record_findings(session, error, outcome.get("matches") or [],
                          outcome.get("findings") or [])
         if outcome.get("exited") == "raised" and client is not None and error:
             from torchdoctor.repro import record_repro_from_patient
@@ -256,7 +256,7 @@ def record_check(target: str, findings: list[dict],
     session = Session.start(root, kind="check", target=target)
     try:
         session.record_input(target, source="harness")
-        _record_findings(session, None, [], findings)
+        record_findings(session, None, [], findings)
     finally:
         session.close()
     return session
@@ -268,13 +268,13 @@ def record_diagnose(text: str, diagnosis: dict, source: str = "paste",
     session = Session.start(root, kind="diagnose")
     try:
         session.record_input(text, source=source)
-        _record_findings(session, diagnosis.get("error"), diagnosis.get("matches") or [], [])
+        record_findings(session, diagnosis.get("error"), diagnosis.get("matches") or [], [])
     finally:
         session.close()
     return session
 
 
-def _record_findings(session: Session, error: dict | None, matches: list[dict],
+def record_findings(session: Session, error: dict | None, matches: list[dict],
                      findings: list[dict]) -> None:
     if error or matches:
         session.goto("gather")
