@@ -391,7 +391,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
                                                                       link.exc_type)
-            tier = TIER_TYPE_AND_REGEX if type_agrees else TIER_REGEX
+            # A kernel assertion names the failed bound itself: it is stronger evidence
+            # than the generic "device-side assert triggered" it caused, type or not.
+            tier = TIER_TYPE_AND_REGEX if type_agrees or link.is_assertion else TIER_REGEX
             category = getattr(pattern.entry, "category", "")
             phase_agrees = bool(phase) and _CATEGORY_PHASE.get(category) == phase
             phase_disagrees = bool(phase) and category in _PHASE_BOUND and not phase_agrees

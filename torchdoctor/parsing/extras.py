@@ -46,7 +46,7 @@ def cuda_asserts(texts: list[str]) -> list[dict[str, Any]]:
         seen[key] = {"file": match["file"], "line": int(match["line"]),
                      "function": match["function"].strip(), "assertion": match["assertion"],
                      "block": f"[{match['block']}]", "thread": f"[{match['thread']}]",
-                     "count": 1}
+                     "count": 1, "text": match.group(0).strip()}
     return list(seen.values())
 
 
