@@ -60,9 +60,10 @@ def repro(ctx: ProbeContext) -> dict:
     error = ctx.error or {}
     levels: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
+    rerun = _Rerun(ctx)
     for name, build in (("module", _module_level), ("op", _op_level), ("model", _model_level)):
         try:
-            levels.append({"level": name, **build(ctx, exc)})
+            levels.append({"level": name, **build(ctx, exc, rerun)})
         except Unreproducible as why:
             skipped[name] = str(why)
     facts = {"levels": levels, "skipped": skipped, "error_type": error.get("type"),
@@ -77,7 +78,8 @@ def repro(ctx: ProbeContext) -> dict:
 # ---------------------------------------------------------------- module level
 
 
-def _module_level(ctx: ProbeContext, exc: BaseException | None) -> dict[str, Any]:
+def _module_level(ctx: ProbeContext, exc: BaseException | None,
+                  rerun: _Rerun) -> dict[str, Any]:
     if exc is None:
         raise Unreproducible("no captured exception")
     frame = _innermost_forward_frame(exc)
@@ -250,22 +252,38 @@ def _detached(obj: Any) -> Any:
     return obj
 
 
-def _op_level(ctx: ProbeContext, exc: BaseException | None) -> dict[str, Any]:
-    if ctx.model is None or ctx.batch is None or ctx.inputs is None:
+class _Rerun:
+    """One rerun of forward (+ loss and backward) on the live objects, under ``_FailingOp``."""
+
+    def __init__(self, ctx: ProbeContext) -> None:
+        self.mode = _FailingOp()
+        self.error: BaseException | None = None
+        self.ran = ctx.model is not None and ctx.batch is not None and ctx.inputs is not None
+        if self.ran:
+            with preserved(ctx.model, parameters=False):
+                try:
+                    with self.mode:
+                        output = ctx.forward()
+                        if can_run_loss(ctx):
+                            ctx.loss(output).backward()
+                except Exception as raised:  # noqa: BLE001 - the user's error, observed
+                    self.error = raised
+        original = (ctx.error or {}).get("type")
+        self.same_type = self.error is not None and type(self.error).__name__ == original
+
+    def outcome(self) -> str:
+        if not self.ran:
+            return "could not be rerun"
+        if self.error is None:
+            return "ran clean when rerun"
+        return f"raised {type(self.error).__name__} instead when rerun"
+
+
+def _op_level(ctx: ProbeContext, exc: BaseException | None, rerun: _Rerun) -> dict[str, Any]:
+    if not rerun.ran:
         raise Unreproducible("no model and batch to rerun")
-    mode = _FailingOp()
-    rerun_error: BaseException | None = None
-    with preserved(ctx.model, parameters=False):
-        try:
-            with mode:
-                output = ctx.forward()
-                if can_run_loss(ctx):
-                    ctx.loss(output).backward()
-        except Exception as raised:  # noqa: BLE001 - the user's error, observed
-            rerun_error = raised
-    original_type = (ctx.error or {}).get("type")
-    if mode.failed is not None and rerun_error is not None and (
-            type(rerun_error).__name__ == original_type):
+    mode = rerun.mode
+    if mode.failed is not None and rerun.same_type:
         name, args, kwargs = mode.failed
         if name in _BACKWARD_OPS:
             raise Unreproducible("the error is raised by backward; the graph is needed")
@@ -308,10 +326,14 @@ def _callable_text(name: str) -> str:
 # ---------------------------------------------------------------- model level
 
 
-def _model_level(ctx: ProbeContext, exc: BaseException | None) -> dict[str, Any]:
+def _model_level(ctx: ProbeContext, exc: BaseException | None,
+                 rerun: _Rerun) -> dict[str, Any]:
     model = ctx.model
     if model is None or ctx.batch is None or ctx.inputs is None:
         raise Unreproducible("no model and batch were found")
+    if not rerun.same_type:
+        # Not worth a fresh process: the model on this batch does not fail that way.
+        raise Unreproducible(f"the model on the recorded batch {rerun.outcome()}")
     sources = ClassSources()
     if _is_standard(type(model)):
         constructor = standard_constructor(model)
