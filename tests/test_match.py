@@ -292,3 +292,12 @@ def test_literals_are_remembered_between_processes_and_a_broken_cache_is_ignored
     again = MatchIndex([LINEAR]).patterns[0]
     assert (again.literal, again.specificity) == (first.literal, first.specificity)
     assert diagnose(LINEAR_TRACEBACK, kb(LINEAR)).matches[0].fields["features"] == "57600"
+
+
+def test_cuda_kernel_assertion_outranks_the_generic_device_side_assert():
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose as diagnose_text
+
+    paste = (Path(__file__).parent / "fixtures" / "examples" / "cuda_nll_assert.txt").read_text()
+    ranked = [m.entry.id for m in diagnose_text(paste, load_knowledge()).matches]
+    assert ranked[:2] == ["index.nll_target_assert", "index.device_side_assert"]
