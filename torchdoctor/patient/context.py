@@ -6,8 +6,9 @@ recovered from the live frames of its failure. Probes see one shape either way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
