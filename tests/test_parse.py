@@ -416,3 +416,16 @@ def test_headless_traceback_pasted_from_the_first_frame():
     parsed = parse_traceback(text)
     assert parsed.message.startswith("mat1 and mat2 shapes cannot be multiplied")
     assert parsed.user_frame.line == 13 and not parsed.extras["truncated"]
+
+
+def test_a_backend_failure_keeps_the_error_it_wraps_in_its_message():
+    paste = (
+        'Traceback (most recent call last):\n'
+        '  File "t.py", line 3, in <module>\n'
+        '    f(x)\n'
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+        "RuntimeError: Compiler: cc is not found.\n"
+    )
+    parsed = parse_traceback(paste)
+    assert parsed.type == "BackendCompilerFailed"
+    assert parsed.message.endswith("RuntimeError: Compiler: cc is not found.")

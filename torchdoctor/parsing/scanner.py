@@ -226,7 +226,9 @@ class TracebackScanner:
                 return "\n".join(lines), index
             if self.records[index] or is_header(stripped) or WARNING_LINE.match(stripped):
                 break
-            if raw[:1] not in " \t" and read_exception_line(stripped, strict=True):
+            nested = bool(lines) and lines[-1].rstrip().endswith("raised:")
+            if (raw[:1] not in " \t" and not nested
+                    and read_exception_line(stripped, strict=True)):
                 break
             if stripped.startswith((CAUSE_MARKER, CONTEXT_MARKER, "Exception ignored in")):
                 break
