@@ -59,7 +59,7 @@ def _isatty(stream: Any) -> bool:
 def _indented(console: Console, indent: int, markup: str) -> None:
     """One line of markup; on a terminal, wrapped lines keep the indent."""
     if console.soft_wrap:
-        console.print(" " * indent + markup)
+        console.print(" " * indent + markup.replace("\n", "\n" + " " * indent))
         return
     from rich.padding import Padding
 
