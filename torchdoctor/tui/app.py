@@ -77,6 +77,8 @@ class TorchDoctorApp(App[int]):
         self._busy_since = 0.0
         self.verify_detail = ""
         self.exported: str | None = None
+        self._shown_key: str | None = None
+        self.selected_row = 0
 
     # -- layout ---------------------------------------------------------------------
 
@@ -99,16 +101,16 @@ class TorchDoctorApp(App[int]):
             with VerticalScroll(id="fix"):
                 yield Static(id="fix-view")
         with Horizontal(id="busy"):
-            yield ProgressBar(total=None, show_eta=False, show_percentage=False, id="busy-bar")
+            yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="busy-bar")
             yield Label("", id="busy-label")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = f"session {self.session.id}"
         for table_id in ("#hyp-table", "#test-table"):
-            table = self.query_one(table_id, DataTable)
+            table = self.main_screen.query_one(table_id, DataTable)
             table.add_columns("#", "state", "hypothesis", "probe")
-        self.query_one("#busy").display = False
+        self.main_screen.query_one("#busy").display = False
         self.set_interval(0.5, self._tick)
         self.refresh_all()
         if os.environ.get("TORCHDOCTOR_EXIT_AFTER_PAINT"):
@@ -122,22 +124,29 @@ class TorchDoctorApp(App[int]):
     # -- drawing ----------------------------------------------------------------------
 
     @property
+    def main_screen(self) -> Any:
+        """The phases screen, which stays at the bottom of the stack under any modal or view."""
+        return self.screen_stack[0]
+
+    @property
     def phase(self) -> str:
         return self.session.state.phase
 
     def refresh_all(self) -> None:
+        if not self.screen_stack or not self.main_screen.is_attached:
+            return
         state = self.session.state
-        self.query_one(Stepper).show(state.phase, state.completed)
-        self.query_one("#purpose", Label).update(
+        self.main_screen.query_one(Stepper).show(state.phase, state.completed)
+        self.main_screen.query_one("#purpose", Label).update(
             f"{PHASE_TITLES[state.phase]}: {PHASE_PURPOSE[state.phase]}")
-        self.query_one("#next", Label).update(
+        self.main_screen.query_one("#next", Label).update(
             "→ " + views.needs_next(state, state.phase, self.doctor.target is not None))
-        self.query_one(ContentSwitcher).current = state.phase
+        self.main_screen.query_one(ContentSwitcher).current = state.phase
         target = self.doctor.target.label if self.doctor.target else None
-        self.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
-        self.query_one("#gather-view", Static).update(views.gather_view(state))
+        self.main_screen.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
+        self.main_screen.query_one("#gather-view", Static).update(views.gather_view(state))
         self._fill_tables()
-        self.query_one("#fix-view", Static).update(views.fix_view(
+        self.main_screen.query_one("#fix-view", Static).update(views.fix_view(
             state, self._fix_hypothesis(), self._demo_fix(), self.demo_fixed,
             self.verify_detail))
         self.refresh_bindings()
@@ -145,26 +154,36 @@ class TorchDoctorApp(App[int]):
     def _fill_tables(self) -> None:
         hyps = list(self.session.state.hypotheses.values())
         for table_id in ("#hyp-table", "#test-table"):
-            table = self.query_one(table_id, DataTable)
-            row = table.cursor_row
+            table = self.main_screen.query_one(table_id, DataTable)
+            row = self.selected_row
             table.clear()
             for number, hyp in enumerate(hyps, 1):
                 table.add_row(str(number), Text(hyp.state, style=views.STATE_STYLE.get(
                     hyp.state, "")), _shorten(hyp.statement, 70), hyp.probe or "—", key=hyp.key)
             if hyps:
                 table.move_cursor(row=min(max(row, 0), len(hyps) - 1))
-        self._show_selected()
+        self._show_selected(force=True)
 
-    def _show_selected(self) -> None:
+    def _show_selected(self, force: bool = False) -> None:
         hyp = self.selected_hypothesis()
-        self.query_one("#hyp-detail", Static).update(views.hypothesis_detail(hyp))
-        self.query_one("#test-result", Static).update(
+        key = getattr(hyp, "key", None)
+        # A table re-announces its highlight after every layout; redraw only on a real move.
+        if key == self._shown_key and not force:
+            return
+        self._shown_key = key
+        self.main_screen.query_one("#hyp-detail", Static).update(views.hypothesis_detail(hyp))
+        self.main_screen.query_one("#test-result", Static).update(
             Group(views.hypothesis_detail(hyp), views.result_view(hyp)))
 
     @on(DataTable.RowHighlighted)
     def _row_moved(self, event: DataTable.RowHighlighted) -> None:
-        other = "#test-table" if event.data_table.id == "hyp-table" else "#hyp-table"
-        table = self.query_one(other, DataTable)
+        """Only the table on show sets the selection; the hidden one follows it."""
+        visible = {"hypothesize": "hyp-table", "test": "test-table"}.get(self.phase)
+        if not self.screen_stack or event.data_table.id != visible:
+            return
+        self.selected_row = event.cursor_row
+        other = "#test-table" if visible == "hyp-table" else "#hyp-table"
+        table = self.main_screen.query_one(other, DataTable)
         if table.cursor_row != event.cursor_row and event.cursor_row < table.row_count:
             table.move_cursor(row=event.cursor_row)
         self._show_selected()
@@ -173,8 +192,7 @@ class TorchDoctorApp(App[int]):
         hyps = list(self.session.state.hypotheses.values())
         if not hyps:
             return None
-        row = self.query_one("#hyp-table", DataTable).cursor_row
-        return hyps[min(max(row, 0), len(hyps) - 1)]
+        return hyps[min(max(self.selected_row, 0), len(hyps) - 1)]
 
     def _fix_hypothesis(self) -> Any:
         hyps = self.session.state.hypotheses.values()
@@ -190,7 +208,7 @@ class TorchDoctorApp(App[int]):
     def _tick(self) -> None:
         if self.busy:
             seconds = time.monotonic() - self._busy_since
-            self.query_one("#busy-label", Label).update(
+            self.main_screen.query_one("#busy-label", Label).update(
                 f"{self.busy} … {seconds:.0f} s  (esc cancels)")
 
     # -- bindings -------------------------------------------------------------------------
@@ -223,6 +241,9 @@ class TorchDoctorApp(App[int]):
         if phase != self.phase:
             self.session.goto(phase)
             self.refresh_all()
+        table = {"hypothesize": "#hyp-table", "test": "#test-table"}.get(phase)
+        if table:
+            self.main_screen.query_one(table, DataTable).focus()
 
     # -- the phase step, in a worker --------------------------------------------------------
 
@@ -246,7 +267,7 @@ class TorchDoctorApp(App[int]):
     def run_step(self, step: str, label: str, *args: Any) -> None:
         self.busy = label
         self._busy_since = time.monotonic()
-        self.query_one("#busy").display = True
+        self.main_screen.query_one("#busy").display = True
         self._tick()
         self.refresh_bindings()
         self.doctor.begin()
@@ -271,7 +292,9 @@ class TorchDoctorApp(App[int]):
 
     def _idle(self) -> None:
         self.busy = None
-        self.query_one("#busy").display = False
+        # An indeterminate bar animates forever, even hidden; park it while idle.
+        self.main_screen.query_one("#busy-bar", ProgressBar).update(total=1, progress=0)
+        self.main_screen.query_one("#busy").display = False
         self.refresh_bindings()
 
     @on(StepFinished)
@@ -311,7 +334,7 @@ class TorchDoctorApp(App[int]):
     def action_cancel(self) -> None:
         if self.busy:
             self.doctor.cancel()
-            self.query_one("#busy-label", Label).update("stopping …")
+            self.main_screen.query_one("#busy-label", Label).update("stopping …")
 
     # -- hypotheses -------------------------------------------------------------------------
 
@@ -353,8 +376,7 @@ class TorchDoctorApp(App[int]):
             return
         keys[index], keys[other] = keys[other], keys[index]
         self.session.reorder(keys)
-        self.query_one("#hyp-table", DataTable).move_cursor(row=other)
-        self.query_one("#test-table", DataTable).move_cursor(row=other)
+        self.selected_row = other
         self.refresh_all()
 
     # -- other views ---------------------------------------------------------------------------

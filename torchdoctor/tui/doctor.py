@@ -279,11 +279,12 @@ class Doctor:
         self._track(client)
         try:
             result = self._probe(client, hyp.probe, dict(hyp.params))
+            self._check_cancel()
+        except Cancelled:
+            self.session.set_state(key, "untested", "cancelled")
+            raise
         finally:
             self._untrack(client)
-        if self._cancelled.is_set():
-            self.session.set_state(key, "untested", "cancelled")
-            raise Cancelled("stopped")
         finding = _finding(hyp.probe, result, key, verdict(spec, result, fields))
         self.session.record_probe(finding)
         return finding

@@ -54,7 +54,7 @@ class PathSuggester(Suggester):
 
 class IntakeScreen(Screen[dict | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+d", "diagnose", "Diagnose", id="intake.diagnose"),
+        Binding("ctrl+d", "diagnose", "Diagnose", id="intake.diagnose", priority=True),
         Binding("escape", "leave", "Back", id="intake.back"),
     ]
 

@@ -1,0 +1,275 @@
+"""The Textual app, driven with Pilot: phase transitions, bisection, the log and export.
+
+The walk through the demo uses real patients on the bundled CNN; the tests
+about the screens alone use a fake patient that answers like a real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from torchdoctor import demo
+from torchdoctor.journal import read_events
+from torchdoctor.session import Session
+from torchdoctor.tui.app import TorchDoctorApp
+from torchdoctor.tui.doctor import Target, default_client_factory
+from torchdoctor.tui.screens.bisect import BisectScreen
+from torchdoctor.tui.screens.intake import IntakeScreen
+from torchdoctor.tui.screens.log import LogScreen
+from torchdoctor.tui.screens.modals import Ask, ErrorPanel
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACEBACK = (ROOT / "tests" / "fixtures" / "examples" / "linear_mismatch.txt").read_text()
+SIZE = (100, 34)
+
+
+def synchronously(test):
+    """Run an async Pilot test on its own event loop (no asyncio plugin is needed)."""
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+class FakePatient:
+    """Answers like a patient on the linear-mismatch example, for tests of the screens alone."""
+
+    def __init__(self, hang: threading.Event | None = None, die: bool = False) -> None:
+        self.hang = hang
+        self.die = die
+        self.closed = False
+        self.process = None
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed
+
+    def run_script(self, path, argv=(), cwd=None, timeout=None):
+        return {"exited": "raised", "exit_code": 1, "traceback": TRACEBACK,
+                "error": {"type": "RuntimeError", "message": "mat1 and mat2 shapes cannot be "
+                          "multiplied (64x57600 and 9216x128)"}}
+
+    def probe(self, name, params=None, timeout=None):
+        from torchdoctor.patient.client import PatientDied
+
+        if self.die:
+            raise PatientDied(f"running the {name} probe", -9, "")
+        if self.hang is not None:
+            self.hang.wait(20)
+            if self.closed:
+                raise PatientDied(f"running the {name} probe", -9, "")
+        facts = {"raised": True, "feeding_module": "features.4", "chw": [64, 30, 30],
+                 "feature_count": 57600, "input_shapes": [[64, 57600]]}
+        return {"probe": name, "status": "fail", "summary": f"{name}: fc1 got [64, 57600]",
+                "facts": facts, "location": {"module": "fc1", "op": "linear"}}
+
+    def close(self):
+        self.closed = True
+        if self.hang is not None:
+            self.hang.set()
+
+
+def fake_factory(**kwargs):
+    return lambda env=None: FakePatient(**kwargs)
+
+
+def make_app(tmp_path, factory, target=True, diagnosed=True, **kwargs) -> TorchDoctorApp:
+    session = Session.start(tmp_path / "sessions", target="train.py" if target else None)
+    if diagnosed:
+        from torchdoctor.knowledge import load_knowledge
+        from torchdoctor.match import diagnose
+
+        session.record_input(TRACEBACK, "paste")
+        session.record_diagnosis(diagnose(TRACEBACK, load_knowledge()).to_dict())
+    chosen = Target(script=str(tmp_path / "train.py")) if target else None
+    return TorchDoctorApp(session, factory, chosen, **kwargs)
+
+
+def plain(renderable) -> str:
+    """What a Static shows, as text."""
+    from rich.console import Console
+
+    console = Console(width=100, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def event_types(app: TorchDoctorApp) -> list[str]:
+    return [e["type"] for e in read_events(app.session.journal.path)[0]]
+
+
+def test_the_app_module_imports_no_torch():
+    code = ("import sys, torchdoctor.tui.app, torchdoctor.tui, torchdoctor.commands.demo\n"
+            "print(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+@synchronously
+async def test_phases_move_with_keys_and_each_move_is_journalled(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.phase == "reproduce"
+        for expected in ("gather", "hypothesize", "test", "fix"):
+            await pilot.press("n")
+            assert app.phase == expected
+            assert app.query_one("#phases").current == expected
+        await pilot.press("p")
+        assert app.phase == "test"
+        await pilot.press("1")
+        assert app.phase == "reproduce"
+        assert str(app.query_one("#purpose").render()).startswith("Reproduce:")
+    phases = [e["phase"] for e in read_events(app.session.journal.path)[0] if e["type"] == "phase"]
+    assert phases == ["gather", "hypothesize", "test", "fix", "test", "reproduce"]
+
+
+@synchronously
+async def test_hypotheses_can_be_added_reordered_and_rejected_with_a_reason(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        first, second = list(app.session.state.hypotheses)[:2]
+        await pilot.press("right_square_bracket")
+        assert list(app.session.state.hypotheses)[:2] == [second, first]
+        await pilot.press("a")
+        assert isinstance(app.screen, Ask)
+        await pilot.press(*"labels are one-based", "enter")
+        assert any(h.statement == "labels are one-based"
+                   for h in app.session.state.hypotheses.values())
+        await pilot.press("up")
+        await pilot.press("x")
+        await pilot.press(*"the map is 4-d", "enter")
+        assert app.session.state.hypotheses[second].state == "rejected"
+        assert app.session.state.hypotheses[second].reason == "the map is 4-d"
+    assert "reorder" in event_types(app)
+
+
+@synchronously
+async def test_a_dying_patient_ends_as_a_readable_panel(tmp_path):
+    app = make_app(tmp_path, fake_factory(die=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, ErrorPanel) or app.session.state.probes
+        hyp = next(iter(app.session.state.hypotheses.values()))
+        assert hyp.state == "error"
+        assert "died" in hyp.evidence[-1]["summary"]
+
+
+@synchronously
+async def test_cancel_kills_the_running_probe_and_leaves_the_ui_usable(tmp_path):
+    app = make_app(tmp_path, fake_factory(hang=threading.Event()))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("1", "r")
+        await app.workers.wait_for_complete()
+        await pilot.press("4", "r")
+        await pilot.pause(0.2)
+        assert app.busy
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.busy is None
+        hyp = next(iter(app.session.state.hypotheses.values()))
+        assert hyp.state == "untested" and hyp.reason == "cancelled"
+        await pilot.press("n")
+        assert app.phase == "fix"
+
+
+@synchronously
+async def test_log_screen_reads_the_journal_and_export_says_where_it_went(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("l")
+        await pilot.pause()
+        assert isinstance(app.screen, LogScreen)
+        text = "\n".join(line.text for line in app.screen.query_one("#log").lines)
+        assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied" in text
+        assert text.count("proposed") == len(app.session.state.hypotheses)
+        await pilot.press("escape", "e")
+        await pilot.pause()
+        if isinstance(app.screen, ErrorPanel):  # the report module has not landed yet
+            assert str(app.session.journal.path) in app.screen.body
+            await pilot.press("escape")
+        else:
+            assert app.exported and Path(app.exported).exists()
+        await pilot.press("t")
+        assert app.theme == "textual-light"
+
+
+@synchronously
+async def test_intake_diagnoses_a_500_line_paste(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False, diagnosed=False, intake_first=True)
+    noise = "\n".join(f"epoch 1 step {n}: loss 2.3" for n in range(480))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, IntakeScreen)
+        app.screen.query_one("#paste").load_text(noise + "\n" + TRACEBACK)
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.state.error["type"] == "RuntimeError"
+        assert app.session.state.matches[0]["entry"] == "shape.linear_in_features"
+        assert app.session.state.input_text.count("\n") > 500
+
+
+@pytest.mark.slow
+@synchronously
+async def test_the_demo_walks_all_five_phases_with_real_patients(tmp_path):
+    copy = demo.prepare(tmp_path / "demo")
+    session = Session.start(tmp_path / "sessions", target=str(copy.script))
+    target = Target(script=str(copy.script), harness=copy.harness)
+    app = TorchDoctorApp(session, default_client_factory(str(copy.directory)), target,
+                         demo=copy, autostart=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        state = app.session.state
+        assert "reproduce" in state.completed
+        assert "57600" in state.error["message"]
+        await pilot.press("n", "r")  # gather: census and environment
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert {p["probe"] for p in state.probes} >= {"census", "env"}
+        await pilot.press("n", "n", "r")  # test the first hypothesis with its probe
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        first = next(iter(state.hypotheses.values()))
+        assert first.state == "confirmed", first.evidence
+        await pilot.press("b")  # guided bisection on the live model
+        assert isinstance(app.screen, BisectScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        steps = screen.facts["steps"]
+        assert steps and screen.facts["order"][-1] == "fc1"
+        for _ in steps:
+            await pilot.press("enter")
+        assert screen.facts["first_bad"]["module"] == "fc1"
+        shown = plain(screen.query_one("#bisect-view").content)
+        assert "first bad module: fc1" in shown and "16x57600" in shown
+        await pilot.press("escape", "n")
+        assert app.phase == "fix"
+        await pilot.press("r")  # before the fix the rerun must still fail
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert state.verified is False and "fix" not in state.completed
+        await pilot.press("f", "r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert state.verified is True and "fix" in state.completed
+        assert "overfit_batch" in app.verify_detail
