@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop the script after S seconds (default 600)")
     parser.add_argument("--top", type=int, default=3, metavar="N",
                         help="test the hypotheses of the N best matches (default 3)")
+    parser.add_argument("--no-session", action="store_true",
+                        help="keep no session journal (and so no report or repro)")
     parser.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                         help="arguments passed to the script as its own sys.argv[1:]")
@@ -46,13 +48,21 @@ def run(args: argparse.Namespace) -> int:
     except PatientError as exc:
         print(f"torchdoctor run: could not start the patient process: {exc}", file=sys.stderr)
         return EXIT_UNCONFIRMED
+    from torchdoctor.session import record_run
+
     with client:
         try:
             report = client.run_script(script, args.args, timeout=args.timeout)
         except PatientError as exc:
             outcome = _outcome_of_crash(args.script, exc)
+            session = None if args.no_session else record_run(outcome)
         else:
             outcome = _investigate(args, report, client)
+            # Recorded while the patient lives: the repro is cut from the live failure.
+            session = None if args.no_session else record_run(
+                {**outcome, "traceback": report.get("traceback")}, client)
+    if session is not None:
+        outcome["session"] = session.id
     if args.json:
         json.dump(outcome, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
@@ -200,6 +210,8 @@ def print_text(outcome: dict) -> None:
     for finding in others:
         statement = hypotheses.get(finding["hypothesis"], {}).get("statement")
         print(f"  {finding['verdict']}: {_shorten(statement or finding['summary'], 110)}")
+    if outcome.get("session"):
+        print(f"report and verified repro: torchdoctor report {outcome['session']}")
 
 
 def _hypotheses_by_id(matches: list[dict]) -> dict[str, dict]:
