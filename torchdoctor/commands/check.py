@@ -68,11 +68,15 @@ def run(args: argparse.Namespace) -> int:
                                                                  flush=True))
     finally:
         client.close()
+    from torchdoctor.session import record_check
+
+    session = record_check(args.target, [c.finding.to_dict() for c in checks])
     if args.json:
         print(json.dumps({"target": args.target,
                           "findings": [c.finding.to_dict() for c in checks]}, default=str))
     else:
         _print_text(args.target, checks)
+        print(f"session: torchdoctor report {session.id}")
     return checkup.exit_status(checks)
 
 

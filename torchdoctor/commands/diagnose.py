@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print one JSON object (error + ranked matches) instead of text")
     parser.add_argument("--top", type=int, default=3, metavar="N",
                         help="show the N best matches (default 3)")
+    parser.add_argument("--session", action="store_true",
+                        help="record a session journal (continue it with --resume, render it"
+                        " with 'torchdoctor report')")
 
 
 class InputError(Exception):
@@ -121,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
 
     diagnosis = diagnose(pasted.text, kb)
     status = EXIT_DIAGNOSED if diagnosis.matches else EXIT_NO_MATCH
+    if args.session:
+        from torchdoctor.session import record_diagnose
+
+        session = record_diagnose(pasted.text, diagnosis.to_dict())
+        print(f"torchdoctor diagnose: session {session.id} recorded", file=sys.stderr)
     if args.json:
         _print_json(diagnosis, args.top, pasted.notes)
         return status
