@@ -326,7 +326,7 @@ class _Finder:
         self.targets: Any = None
         self.batch: Any = None
 
-    def scan(self, namespace: dict[str, Any], inside_module: bool) -> None:
+    def scan(self, namespace: dict[str, Any], inside_module: bool, depth: int = 0) -> None:
         for name, value in list(namespace.items()):
             if _is_loss_callable(name, value):
                 self.loss_fn = self.loss_fn if self.loss_fn is not None else value
@@ -347,6 +347,14 @@ class _Finder:
             elif (name in BATCH_NAMES and self.batch is None
                   and isinstance(value, (tuple, list, dict))):
                 self.batch = value
+            elif isinstance(value, dict) and depth == 0:
+                self.scan_parts(value)
+
+    def scan_parts(self, parts: dict) -> None:
+        """A config or parts dict (``parts["loss_fn"]``) holds the objects no local names."""
+        named = {key: value for key, value in list(parts.items())[:64] if isinstance(key, str)
+                 and not isinstance(value, (torch.Tensor, tuple, list, dict))}
+        self.scan(named, inside_module=False, depth=1)
 
     def outermost_model(self, recorded: nn.Module | None) -> nn.Module | None:
         roots = [m for m in self.modules
