@@ -157,6 +157,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "forward_line",
                 "forward_code",
                 "module",
+                "shared_graph",
             ),
         ),
         ProbeSpec(

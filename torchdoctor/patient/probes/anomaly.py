@@ -122,6 +122,69 @@ def user_forward_frame(run: AnomalyRun) -> dict[str, Any] | None:
     return user[-1] if user else None
 
 
+def shared_graph(exc: BaseException | None) -> dict[str, Any] | None:
+    """Two live results of the failing user frame whose graphs meet in an interior node.
+
+    "Backward through the graph a second time" after two ``backward()`` calls on
+    losses that share part of the model: the first call freed the shared part.
+    The failing frame still holds the outputs (``logits, aux = model(x)``), so
+    the node where their graphs meet names what the two losses share. Parameter
+    leaves do not count: every output of one model shares those.
+    """
+    tb = exc.__traceback__ if exc is not None else None
+    frames = []
+    while tb is not None:
+        if file_kind(tb.tb_frame.f_code.co_filename) == USER:
+            frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    for frame, line in reversed(frames):
+        roots = _graph_roots(frame.f_locals)
+        for i, (name_a, node_a) in enumerate(roots):
+            seen_a = _interior_nodes(node_a)
+            for name_b, node_b in roots[i + 1:]:
+                common = _first_common(node_b, seen_a)
+                if common is not None:
+                    info = frame_info(frame.f_code.co_filename, line, frame.f_code.co_name)
+                    return {"tensors": [name_a, name_b], "node": type(common).__name__,
+                            **info}
+    return None
+
+
+def _graph_roots(namespace: dict[str, Any]) -> list[tuple[str, Any]]:
+    roots: list[tuple[str, Any]] = []
+    for name, value in list(namespace.items())[:256]:
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        for index, item in enumerate(values[:8]):
+            if isinstance(item, torch.Tensor) and item.grad_fn is not None:
+                label = name if len(values) == 1 else f"{name}[{index}]"
+                if not any(node is item.grad_fn for _, node in roots):
+                    roots.append((label, item.grad_fn))
+    return roots
+
+
+def _walk(node: Any, limit: int = 20_000) -> list[Any]:
+    """Interior autograd nodes reachable from ``node``, nearest first (breadth-first)."""
+    order, queue, seen = [], [node], {id(node)}
+    while queue and len(order) < limit:
+        current = queue.pop(0)
+        if type(current).__name__ == "AccumulateGrad":
+            continue
+        order.append(current)
+        for child, _ in getattr(current, "next_functions", ()):
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                queue.append(child)
+    return order
+
+
+def _interior_nodes(node: Any) -> set[int]:
+    return {id(n) for n in _walk(node)}
+
+
+def _first_common(node: Any, others: set[int]) -> Any:
+    return next((n for n in _walk(node) if id(n) in others), None)
+
+
 @probe("anomaly_rerun")
 @never_raises
 def anomaly_rerun(ctx: ProbeContext) -> dict:
@@ -139,7 +202,10 @@ def anomaly_rerun(ctx: ProbeContext) -> dict:
         facts.update(forward_file=frame["file"], forward_line=frame["line"],
                      forward_code=frame["code"], forward_function=frame["function"],
                      module=run.line_modules.get((frame["file"], frame["line"])))
+    facts["shared_graph"] = shared_graph(run.error) or shared_graph(ctx.extras.get("exception"))
     if run.error is None:
+        if facts["shared_graph"] is not None:
+            return _shared_graph_result(facts)
         return result("pass", "forward and backward ran clean under anomaly detection "
                       "(no NaN produced in backward)", facts)
     facts.update(error_facts(run.error), raised=True)
@@ -153,6 +219,17 @@ def anomaly_rerun(ctx: ProbeContext) -> dict:
                "line": frame["line"]}
         return result("fail", summary, facts, loc)
     return result("fail", summary + " (anomaly mode gave no forward trace in user code)", facts)
+
+
+def _shared_graph_result(facts: dict[str, Any]) -> dict:
+    """The rerun (one backward) ran clean, but the failure shows two graphs sharing a node."""
+    shared = facts["shared_graph"]
+    a, b = shared["tensors"]
+    summary = (f"one backward runs clean; in the failure, the graphs of `{a}` and `{b}` meet at"
+               f" {shared['node']}, so the backward at {_base(shared['file'])}:{shared['line']}"
+               f" (`{shared['code']}`) walked into the part the first backward freed")
+    loc = {"module": None, "op": shared["node"], "file": shared["file"], "line": shared["line"]}
+    return result("fail", summary, facts, loc)
 
 
 def parse_inplace_message(message: str) -> dict[str, Any] | None:
