@@ -18,8 +18,9 @@ from torchdoctor.cli import main as cli_main
 from torchdoctor.journal import read_events
 from torchdoctor.parse import parse_traceback
 from torchdoctor.patient.client import PatientClient
+from torchdoctor.recording import record_run
 from torchdoctor.repro import Candidate, build_repro, same_failure, verify_pending
-from torchdoctor.session import Session, record_run
+from torchdoctor.session import Session
 
 ZOO = Path(__file__).parent / "zoo" / "errors"
 PROGRAMS = sorted(p.stem for p in ZOO.glob("*.py"))

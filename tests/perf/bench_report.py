@@ -23,9 +23,10 @@ sys.path.insert(0, str(ROOT))
 
 from torchdoctor.parse import parse_traceback
 from torchdoctor.patient.client import PatientClient
+from torchdoctor.recording import record_findings
 from torchdoctor.report import build_report, render_markdown
 from torchdoctor.repro import record_repro_from_patient
-from torchdoctor.session import Session, record_findings
+from torchdoctor.session import Session
 
 ZOO = ROOT / "tests" / "zoo" / "errors"
 REPORT_TARGET, REPRO_TARGET = 0.5, 10.0

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
                                                                  flush=True))
     finally:
         client.close()
-    from torchdoctor.session import record_check
+    from torchdoctor.recording import record_check
 
     session = record_check(args.target, [c.finding.to_dict() for c in checks])
     if args.json:

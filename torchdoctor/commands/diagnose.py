@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     diagnosis = diagnose(pasted.text, kb)
     status = EXIT_DIAGNOSED if diagnosis.matches else EXIT_NO_MATCH
     if args.session:
-        from torchdoctor.session import record_diagnose
+        from torchdoctor.recording import record_diagnose
 
         session = record_diagnose(pasted.text, diagnosis.to_dict())
         print(f"torchdoctor diagnose: session {session.id} recorded", file=sys.stderr)

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     except PatientError as exc:
         print(f"torchdoctor run: could not start the patient process: {exc}", file=sys.stderr)
         return EXIT_UNCONFIRMED
-    from torchdoctor.session import record_run
+    from torchdoctor.recording import record_run
 
     with client:
         try:
