@@ -84,6 +84,25 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3)
     return findings
 
 
+def order_by_evidence(matches: list[dict], findings: list[Finding]) -> tuple[list[dict],
+                                                                            list[Finding]]:
+    """Entries with a confirmed hypothesis first, findings in the same order.
+
+    The text match ranks entries before anything is tested; once a probe has
+    confirmed one of them on the user's own model, that evidence outranks a
+    closer wording match whose hypotheses were not confirmed (a NaN loss at
+    step 0 is worded like a diverging learning rate, but log(0) was found).
+    The order is otherwise kept.
+    """
+    confirmed = {f.hypothesis.split("/", 1)[0] for f in findings
+                 if f.verdict == "confirmed" and f.hypothesis}
+    ranked = sorted(matches, key=lambda match: match["entry"] not in confirmed)
+    position = {match["entry"]: index for index, match in enumerate(ranked)}
+    ordered = sorted(findings, key=lambda f: position.get(
+        (f.hypothesis or "").split("/", 1)[0], len(position)))
+    return ranked, ordered
+
+
 def run_probe(name: str, params: dict[str, Any], client_factory: ClientFactory) -> dict:
     """One probe's result; a failure to run it becomes a result with status ``error``."""
     spec = PROBES.get(name)
