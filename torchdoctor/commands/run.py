@@ -96,7 +96,7 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) 
     }
     if report["exited"] != "raised":
         return outcome
-    from torchdoctor.investigate import factory_for, test_hypotheses
+    from torchdoctor.investigate import factory_for, order_by_evidence, test_hypotheses
     from torchdoctor.knowledge import KnowledgeError, load_knowledge
     from torchdoctor.match import diagnose
 
@@ -110,8 +110,9 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) 
     diagnosis = diagnose(report["traceback"], kb)
     shape = diagnosis.to_dict()
     outcome["error"] = shape["error"]
-    outcome["matches"] = shape["matches"][: args.top]
     findings = test_hypotheses(diagnosis, factory_for(client), top=args.top)
+    matches, findings = order_by_evidence(shape["matches"][: args.top], findings)
+    outcome["matches"] = matches
     outcome["findings"] = [finding.to_dict() for finding in findings]
     return outcome
 
