@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from torchdoctor.journal import JOURNAL_NAME, read_events
+from torchdoctor.location import describe_location
 from torchdoctor.redact import Redactor
 from torchdoctor.session import PHASE_TITLES, Session
 
@@ -171,7 +172,7 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         cause = confirmed[0]
         parts.append(f"The confirmed cause: {cause['statement']}"
                      + (f" ({cause['probe']}: {cause['evidence']})" if cause["probe"] else ""))
-        where = _where(cause.get("location"))
+        where = _md_where(cause.get("location"))
         if where:
             parts.append(f"Where: {where}")
     elif state.matches:
@@ -189,19 +190,6 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         parts.append(f"A {repro['lines']}-line repro at the {repro['level']} level fails the"
                      f" same way in {repro['seconds']:.1f} s")
     return ". ".join(p.rstrip(".") for p in parts) + "."
-
-
-def _where(location: dict | None) -> str:
-    if not location:
-        return ""
-    bits = []
-    if location.get("module"):
-        bits.append(f"module `{location['module']}`")
-    if location.get("op"):
-        bits.append(f"op `{location['op']}`")
-    if location.get("file"):
-        bits.append(f"`{os.path.basename(location['file'])}:{location.get('line')}`")
-    return ", ".join(bits)
 
 
 def _first(text: Any, limit: int = 160) -> str:
@@ -338,3 +326,6 @@ def _cell(value: Any) -> str:
 def to_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n"
 
+
+def _md_where(location: dict | None) -> str:
+    return describe_location(location, quote=lambda name: f"`{name}`", short_paths=True)

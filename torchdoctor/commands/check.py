@@ -14,6 +14,8 @@ import json
 import sys
 from typing import Any
 
+from torchdoctor.location import describe_location
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -101,7 +103,7 @@ def _print_text(target: str, checks: list) -> None:
     for check in checks:
         f = check.finding
         print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
-        where = _where(f.location)
+        where = describe_location(f.location)
         if where and f.status in ("fail", "warn"):
             print(f"    at {where}")
         if check.hypothesis is not None:
@@ -127,19 +129,6 @@ def _fields(checks: list) -> dict:
     if "num_classes" in fields:
         fields.setdefault("classes", fields["num_classes"])
     return fields
-
-
-def _where(loc: dict | None) -> str:
-    if not loc:
-        return ""
-    parts = []
-    if loc.get("module"):
-        parts.append(f"module {loc['module']}")
-    if loc.get("op"):
-        parts.append(f"op {loc['op']}")
-    if loc.get("file"):
-        parts.append(f"{loc['file']}:{loc.get('line')}")
-    return ", ".join(parts)
 
 
 def _usage(message: str) -> int:

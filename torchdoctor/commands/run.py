@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+from torchdoctor.location import describe_location
+
 EXIT_OK, EXIT_UNCONFIRMED, EXIT_USAGE = 0, 1, 2
 
 
@@ -198,7 +200,7 @@ def print_text(outcome: dict) -> None:
         hyp = hypotheses.get(finding["hypothesis"], {})
         print(f"confirmed: {hyp.get('statement') or finding['hypothesis']}")
         print(f"  evidence ({finding['probe']}): {finding['summary']}")
-        where = _where(finding.get("location"))
+        where = describe_location(finding.get("location"))
         if where:
             print(f"  where: {where}")
         fix = hyp.get("fix") or {}
@@ -208,9 +210,19 @@ def print_text(outcome: dict) -> None:
         best = outcome["matches"][0]
         print(f"likely: {best.get('title')} ({best.get('entry')}); no hypothesis was confirmed")
     others = [f for f in outcome["findings"] if f["verdict"] != "confirmed"]
+    need_harness = [f for f in others if _needs_harness(f)]
     for finding in others:
+        if finding in need_harness:
+            continue
         statement = hypotheses.get(finding["hypothesis"], {}).get("statement")
         print(f"  {finding['verdict']}: {_shorten(statement or finding['summary'], 110)}")
+    if need_harness:
+        print("  not testable on a script (they rerun training steps): give a harness and run"
+              f" torchdoctor check {name}:NAME (see docs/harness.md) to test:")
+        shown = {hypotheses.get(f["hypothesis"], {}).get("statement") or f["hypothesis"]
+                 for f in need_harness}
+        for statement in sorted(shown):
+            print(f"    {_shorten(statement, 106)}")
     if outcome.get("session"):
         print(f"report and verified repro: torchdoctor report {outcome['session']}")
 
@@ -219,23 +231,17 @@ def _hypotheses_by_id(matches: list[dict]) -> dict[str, dict]:
     return {f"{m['entry']}/{h['id']}": h for m in matches for h in m.get("hypotheses", [])}
 
 
-def _where(location: dict | None) -> str:
-    if not location:
-        return ""
-    parts = []
-    if location.get("module"):
-        parts.append(f"module {location['module']}")
-    if location.get("op"):
-        parts.append(f"op {location['op']}")
-    if location.get("file"):
-        line = f":{location['line']}" if location.get("line") else ""
-        parts.append(f"{location['file']}{line}")
-    return ", ".join(parts)
-
-
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _needs_harness(finding: dict) -> bool:
+    return finding["verdict"] == "error" and finding["summary"].startswith("NoTarget:")
+
+
 def _first_line(text: Any) -> str:
-    return str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+    """The message's first line; of a long one, its first sentence (torch appends advice)."""
+    line = str(text or "").strip().splitlines()[0] if str(text or "").strip() else ""
+    if len(line) > 160 and ". " in line[:240]:
+        line = line[: line.index(". ") + 1]
+    return line
