@@ -219,9 +219,9 @@ def print_text(outcome: dict) -> None:
     if need_harness:
         print("  not testable on a script (they rerun training steps): give a harness and run"
               f" torchdoctor check {name}:NAME (see docs/harness.md) to test:")
-        shown = {hypotheses.get(f["hypothesis"], {}).get("statement") or f["hypothesis"]
-                 for f in need_harness}
-        for statement in sorted(shown):
+        shown = dict.fromkeys(hypotheses.get(f["hypothesis"], {}).get("statement")
+                              or f["hypothesis"] for f in need_harness)
+        for statement in shown:
             print(f"    {_shorten(statement, 106)}")
     if outcome.get("session"):
         print(f"report and verified repro: torchdoctor report {outcome['session']}")
