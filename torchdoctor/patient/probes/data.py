@@ -133,13 +133,15 @@ def dataloader(ctx: ProbeContext, batches: int = 3, timeout: float = 20.0) -> di
     if not isinstance(loader, DataLoader):
         return result("inconclusive", "the harness has no DataLoader", {
             "hang": False, "picklable": None, "unpicklable": None, "collate_error": None,
-            "sample_shapes": [], "shuffle": None, "num_workers": None})
+            "sample_shapes": [], "shuffle": None, "num_workers": None, "start_method": None,
+            "hang_num_workers": None})
     workers = loader.num_workers
     method = _start_method(loader)
     shuffle = isinstance(loader.sampler, RandomSampler)
     facts: dict[str, Any] = {"hang": False, "picklable": True, "unpicklable": None,
                              "collate_error": None, "sample_shapes": [], "shuffle": shuffle,
-                             "num_workers": workers, "start_method": method}
+                             "num_workers": workers, "start_method": method,
+                             "hang_num_workers": None}
     bad = None
     for name, obj in (("dataset", loader.dataset), ("collate_fn", loader.collate_fn),
                       ("worker_init_fn", loader.worker_init_fn)):
@@ -150,7 +152,7 @@ def dataloader(ctx: ProbeContext, batches: int = 3, timeout: float = 20.0) -> di
             break
     single = _draw(_rebuilt(loader, 0, timeout), batches, timeout)
     if single["hang"]:
-        facts["hang"] = True
+        facts.update(hang=True, hang_num_workers=0)
         return result("fail", f"no batch within {timeout:g} s even with num_workers=0: the "
                       "dataset itself blocks", {**facts, "suggestion": HANG_ADVICE})
     if single["error"] is not None:
@@ -175,7 +177,7 @@ def dataloader(ctx: ProbeContext, batches: int = 3, timeout: float = 20.0) -> di
         multi = _draw(_rebuilt(loader, workers, timeout), batches, timeout + 5)
         error = multi["error"]
         if multi["hang"] or (error is not None and "timed out" in str(error)):
-            facts["hang"] = True
+            facts.update(hang=True, hang_num_workers=workers)
             return result("fail", f"no batch within {timeout:g} s with num_workers={workers}, "
                           "though num_workers=0 works", {**facts, "suggestion": HANG_ADVICE})
         if error is not None:

@@ -90,7 +90,7 @@ def nonfinite_steps(ctx: ProbeContext, steps: int = 50) -> dict:
                       location(site=exception_location(exc)))
     facts = {"first_bad_step": None, "what": None, "name": None,
              "grad_norm_history": [round(h, 6) if finite(h) else str(h) for h in history],
-             "steps_run": len(history)}
+             "steps_run": len(history), "op": None}
     if bad is None:
         return result("pass", f"loss, gradients and parameters stay finite for {len(history)} "
                       "steps", facts)

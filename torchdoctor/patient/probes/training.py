@@ -218,7 +218,8 @@ def loss_at_init(ctx: ProbeContext) -> dict:
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     kind, classes = _classes(rep, output)
     facts: dict[str, Any] = {"loss": loss if finite(loss) else str(loss), "kind": kind,
-                             "num_classes": classes, "ln_classes": None, "ratio": None}
+                             "num_classes": classes, "ln_classes": None, "ratio": None,
+                             "exactly_ln_classes": None}
     if not finite(loss):
         return result("fail", f"the loss of the untrained model is already {loss}", facts)
     if not classes or classes < 2:
