@@ -225,6 +225,13 @@ PROBES: dict[str, ProbeSpec] = {
                 "nonfinite_grads",
                 "max_norm",
                 "min_norm",
+                "no_grad_reasons",
+                "frozen_params",
+                "frozen_count",
+                "exploding_growing",
+                "norm_history",
+                "layer_norms",
+                "graph_cuts",
             ),
         ),
         ProbeSpec(
@@ -241,6 +248,9 @@ PROBES: dict[str, ProbeSpec] = {
                 "not_in_optimizer_count",
                 "frozen_count",
                 "step_called",
+                "step_calls",
+                "reasons",
+                "used_train_step",
             ),
         ),
         ProbeSpec(
@@ -255,6 +265,10 @@ PROBES: dict[str, ProbeSpec] = {
                 "accumulating",
                 "step_before_backward",
                 "eval_mode_during_training",
+                "eval_modules",
+                "backward_calls",
+                "step_calls",
+                "train_step_calls",
             ),
         ),
         ProbeSpec(
@@ -267,6 +281,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "ln_classes",
                 "ratio",
                 "num_classes",
+                "kind",
+                "exactly_ln_classes",
             ),
         ),
         ProbeSpec(
@@ -281,6 +297,9 @@ PROBES: dict[str, ProbeSpec] = {
                 "head_width",
                 "num_classes",
                 "width_mismatch",
+                "sigmoid_before_bce_logits",
+                "loss_functions",
+                "head_module",
             ),
         ),
         ProbeSpec(
@@ -298,6 +317,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "reduction",
                 "learned",
                 "curve",
+                "steps_run",
+                "used_train_step",
             ),
         ),
         ProbeSpec(
@@ -314,6 +335,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "losses",
                 "best_lr",
                 "diverge_lr",
+                "user_lr",
+                "initial_loss",
             ),
         ),
         ProbeSpec(
@@ -327,6 +350,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "what",
                 "name",
                 "grad_norm_history",
+                "op",
+                "steps_run",
             ),
         ),
         ProbeSpec(
@@ -337,6 +362,9 @@ PROBES: dict[str, ProbeSpec] = {
             facts=(
                 "deterministic",
                 "sources",
+                "risks",
+                "loss_difference",
+                "differing_grads",
             ),
         ),
         ProbeSpec(
@@ -347,6 +375,7 @@ PROBES: dict[str, ProbeSpec] = {
             facts=(
                 "peaks",
                 "largest_tensors",
+                "peak_phase",
             ),
         ),
         ProbeSpec(
@@ -359,6 +388,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "growing",
                 "per_iter_bytes",
                 "holders",
+                "growth_per_step",
             ),
         ),
         ProbeSpec(
@@ -379,6 +409,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "sample_shapes",
                 "shuffle",
                 "num_workers",
+                "start_method",
+                "hang_num_workers",
             ),
         ),
         ProbeSpec(
