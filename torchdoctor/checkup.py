@@ -80,11 +80,20 @@ def expected_bound(name: str, params: dict[str, Any]) -> str | None:
 
 
 def hypotheses_for(probe_name: str, kb: Any) -> list[tuple[Any, Any]]:
-    """(entry, hypothesis) for every hypothesis in the knowledge base tested by this probe."""
+    """(entry, hypothesis) for every hypothesis in the knowledge base tested by this probe.
+
+    Symptom entries come first: their hypotheses explain a training run that
+    raised nothing, which is what a checkup looks at, while a pattern entry's
+    hypotheses assume its error was seen. Within each kind, an entry's first
+    (most likely) hypotheses come before its later ones, then knowledge-base order.
+    """
     if kb is None:
         return []
-    return [(entry, hyp) for entry in kb.entries for hyp in entry.hypotheses
-            if hyp.probe == probe_name]
+    ranked = [((not entry.symptoms, index, order), entry, hyp)
+              for order, entry in enumerate(kb.entries)
+              for index, hyp in enumerate(entry.hypotheses) if hyp.probe == probe_name]
+    ranked.sort(key=lambda item: item[0])
+    return [(entry, hyp) for _, entry, hyp in ranked]
 
 
 def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
