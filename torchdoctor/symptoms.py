@@ -14,9 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 _NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-# Between a word and its number: no digits, and no "after"/"for" that would
-# hand the number to something else ("loss is NaN after 300 steps").
-_GAP = r"(?:(?!\b(?:after|for|every|within|by)\b)[^0-9\n;]){0,30}?"
+# Between a word and its number: no digits, and no "after"/"for" or counter word
+# that would hand the number to something else ("loss is NaN after 300 steps",
+# "loss is nan at step 0").
+_GAP = (r"(?:(?!\b(?:after|for|every|within|by|steps?|epochs?|iter|iterations?|batch)\b)"
+        r"[^0-9\n;]){0,30}?")
 _NOT_A_COUNT = r"(?!\.?\d|\s*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
 
 # Each field is read by the first of its patterns that matches.
