@@ -10,7 +10,6 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.panel import Panel
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -49,6 +48,8 @@ def needs_next(state: SessionState, phase: str, has_target: bool) -> str:
 
 def error_view(error: dict | None, input_text: str | None) -> RenderableType:
     """The parsed error: type, message, the last user frame with its code, the phase."""
+    from rich.syntax import Syntax  # pygments is slow to import; keep it off the first paint
+
     if not error or not (error.get("type") or error.get("message")):
         return Text("No error recorded yet.", style="dim")
     table = Table.grid(padding=(0, 1))
@@ -192,16 +193,18 @@ def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, s
         before, after = demo_fix
         status = "applied to the copy" if demo_applied else "press f to apply it to the copy"
         parts.extend(_before_after(before, after, f"the demo's fix ({status})"))
-    if state.verified is not None:
+    if state.verified is not None:  # the outcome first: it is what the person waits for
         passed = state.verified
-        parts.append(Text(("✓ verified: " if passed else "✗ not yet: ") + verify_detail,
-                          style="green" if passed else "red"))
+        parts.insert(0, Text(("✓ verified: " if passed else "✗ not yet: ") + verify_detail,
+                             style="green" if passed else "red"))
     return Group(*parts)
 
 
 def _before_after(before: str | None, after: str | None, title: str) -> list[RenderableType]:
     if not before and not after:
         return []
+    from rich.syntax import Syntax
+
     table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
     table.add_column("before", ratio=1)
     table.add_column("after", ratio=1)
