@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from torchdoctor.match import Diagnosis, Match
 
 MESSAGE_LIMIT = 400
+# What the person writes in place of HARNESS, and where the convention is explained.
+HARNESS = "HARNESS"
+HARNESS_HELP = ("HARNESS is FILE.py:NAME, a function returning model, batch, loss_fn (and "
+                "optionally optimizer, train_step, loader); see \"The harness convention\" "
+                "in the README")
 
 FIVE_PHASES = (
     ("Reproduce", ("Make it fail on demand with the smallest input: one batch, num_workers=0, "
@@ -77,13 +82,46 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 def probe_command(probe: str) -> str:
     """How a person runs one probe from the shell."""
+    if probe in _checkup_probes():
+        return check_command([probe])
     spec = PROBES.get(probe)
     needs = spec.needs if spec else "target"
     if needs == "nothing":
-        return f"torchdoctor check --only {probe}"
-    if needs == "harness":
-        return f"torchdoctor check FILE.py:build --only {probe}"
-    return f"torchdoctor run train.py --only {probe}   (or: check FILE.py:build --only {probe})"
+        return f"torchdoctor check {HARNESS} --only {probe}"
+    return f"torchdoctor run train.py --only {probe}   (or: check {HARNESS} --only {probe})"
+
+
+def check_command(probes: list[str]) -> str:
+    """The one command that runs these checks on the person's harness."""
+    return f"torchdoctor check {HARNESS} --only {','.join(probes)}"
+
+
+def _checkup_probes() -> tuple[str, ...]:
+    from torchdoctor.checkup import CHECK_ORDER
+
+    return CHECK_ORDER
+
+
+def suggested_checks(matches: list[Match]) -> list[dict]:
+    """The checkup probes that test these matches' hypotheses, cheapest first.
+
+    A described symptom has no traceback to investigate, so what torchdoctor
+    can offer is the list of checks whose verdicts confirm or reject each
+    hypothesis; ``torchdoctor check`` then runs them on the person's harness.
+    """
+    order = _checkup_probes()
+    by_probe: dict[str, dict] = {}
+    for match in matches:
+        for hypothesis in match.hypotheses:
+            probe = hypothesis.get("probe") or {}
+            name = probe.get("name")
+            if name not in order:
+                continue
+            check = by_probe.setdefault(name, {"probe": name, "params": {}, "hypotheses": [],
+                                               "command": check_command([name])})
+            check["params"].update(probe.get("params") or {})
+            check["hypotheses"].append(f"{match.entry.id}/{hypothesis['id']}")
+    return [by_probe[name] for name in order if name in by_probe]
 
 
 def render_diagnosis(diagnosis: Diagnosis, console: Console, top: int = 3) -> None:
@@ -99,6 +137,24 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console, top: int = 3) -> No
     console.print(f"[bold]{heading}[/bold]")
     for rank, match in enumerate(matches, start=1):
         render_match(match, console, rank, detailed=rank == 1)
+    if diagnosis.error is None:
+        render_checks(suggested_checks(matches), console)
+
+
+def render_checks(checks: list[dict], console: Console) -> None:
+    """The runnable command that tests the hypotheses above, and what each check decides."""
+    from rich.markup import escape
+
+    if not checks:
+        return
+    console.print()
+    console.print("[bold]Test these hypotheses on your model[/bold]")
+    _indented(console, 2, escape(check_command([c["probe"] for c in checks])))
+    _indented(console, 4, f"[dim]{escape(HARNESS_HELP)}[/dim]")
+    width = max(len(c["probe"]) for c in checks)
+    for check in checks:
+        _indented(console, 4, f"{escape(check['probe'].ljust(width))}  confirms or rejects "
+                              f"{escape(', '.join(check['hypotheses']))}")
 
 
 def render_error(diagnosis: Diagnosis, console: Console) -> None:

@@ -141,10 +141,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_json(diagnosis: object, top: int, notes: list[str]) -> None:
+    """The Diagnosis shape, plus the checks that test its shown hypotheses on a harness."""
     import json
+
+    from torchdoctor.render import HARNESS_HELP, check_command, suggested_checks
 
     shape = diagnosis.to_dict()
     shape["matches"] = shape["matches"][:top]
+    checks = suggested_checks(diagnosis.matches[:top])
+    shape["checks"] = checks
+    shape["check_command"] = check_command([c["probe"] for c in checks]) if checks else None
+    if checks:
+        shape["harness_help"] = HARNESS_HELP
     if notes:
         shape["notes"] = notes
     json.dump(shape, sys.stdout, indent=2, ensure_ascii=False)
