@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -329,3 +330,26 @@ def to_json(report: dict[str, Any]) -> str:
 
 def _md_where(location: dict | None) -> str:
     return describe_location(location, quote=lambda name: f"`{name}`", short_paths=True)
+
+
+def write_report(session_dir: str | os.PathLike, output: str | os.PathLike | None = None,
+                 as_json: bool = False, redact: bool = False) -> Path:
+    """Write the report (default: report.md in the session) with its verified repro beside it.
+
+    A repro left unverified by a killed session is verified first, so the
+    written report never shows one that was not seen to fail.
+    """
+    from torchdoctor.repro import verify_pending
+
+    directory = Path(session_dir)
+    verify_pending(directory)
+    report = build_report(directory, redact=redact)
+    target = Path(output) if output else directory / ("report.json" if as_json else "report.md")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(to_json(report) if as_json else render_markdown(report), encoding="utf-8")
+    repro = report.get("repro") or {}
+    if repro.get("verified") and target.parent.resolve() != directory.resolve():
+        for name in ["repro.py", *(repro.get("files") or [])]:
+            if (directory / name).is_file():
+                shutil.copyfile(directory / name, target.parent / name)
+    return target

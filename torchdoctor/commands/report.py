@@ -10,9 +10,7 @@ way) is verified first, once, and the result journaled.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-from pathlib import Path
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -32,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from torchdoctor.journal import find_session
-    from torchdoctor.report import build_report, render_markdown, to_json
+    from torchdoctor.report import build_report, render_markdown, to_json, write_report
     from torchdoctor.repro import verify_pending
 
     try:
@@ -41,33 +39,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"torchdoctor report: {problem}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        verify_pending(directory)
-        report = build_report(directory, redact=args.redact)
+        if args.output == "-":
+            verify_pending(directory)
+            report = build_report(directory, redact=args.redact)
+            sys.stdout.write(to_json(report) if args.json else render_markdown(report))
+            return EXIT_OK
+        target = write_report(directory, args.output, as_json=args.json, redact=args.redact)
     except OSError as problem:
-        print(f"torchdoctor report: cannot read {directory}: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    text = to_json(report) if args.json else render_markdown(report)
-    if args.output == "-":
-        sys.stdout.write(text)
-        return EXIT_OK
-    target = Path(args.output) if args.output else directory / (
-        "report.json" if args.json else "report.md")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-        _copy_repro(report, directory, target.parent)
-    except OSError as problem:
-        print(f"torchdoctor report: cannot write {target}: {problem}", file=sys.stderr)
+        print(f"torchdoctor report: {problem}", file=sys.stderr)
         return EXIT_USAGE
     print(target)
     return EXIT_OK
-
-
-def _copy_repro(report: dict, directory: Path, destination: Path) -> None:
-    """Keep repro.py (and what it loads) beside the report wherever it is written."""
-    repro = report.get("repro") or {}
-    if not repro.get("verified") or destination.resolve() == directory.resolve():
-        return
-    for name in ["repro.py", *(repro.get("files") or [])]:
-        if (directory / name).is_file():
-            shutil.copyfile(directory / name, destination / name)
