@@ -109,6 +109,7 @@ def census(ctx: ProbeContext) -> dict:
         with torch.no_grad():
             low, high = target.min().item(), target.max().item()
         facts.update(target_min=low, target_max=high)
+    facts["target_whole"] = whole_numbers(target)
     classes, forward_error = classes_out(ctx), None
     if classes is None and model is not None and ctx.error is None:
         classes, forward_error = output_classes(ctx)
@@ -177,3 +178,15 @@ def _judge(ctx: ProbeContext, facts: dict[str, Any],
     if facts["params_count"] and facts["frozen_count"] == facts["params_count"]:
         oddities.append("every parameter is frozen (requires_grad=False)")
     return problems, oddities
+
+
+def whole_numbers(target: torch.Tensor | None) -> bool | None:
+    """Whether float targets hold only whole numbers: class ids stored as floats, not soft labels.
+
+    ``None`` for integer targets and empty ones, where the question does not arise.
+    """
+    if target is None or not target.is_floating_point() or not target.numel():
+        return None
+    with torch.no_grad():
+        finite = target[torch.isfinite(target)]
+        return bool(torch.equal(finite, torch.round(finite)))
