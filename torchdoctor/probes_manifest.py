@@ -70,6 +70,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "target_dtype",
                 "target_min",
                 "target_max",
+                "target_whole",
                 "classes_out",
                 "label_out_of_range",
                 "devices",
@@ -171,6 +172,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "produced",
                 "input_finite",
                 "stats",
+                "op",
             ),
         ),
         ProbeSpec(
