@@ -216,7 +216,7 @@ def print_text(outcome: dict) -> None:
             continue
         statement = hypotheses.get(finding["hypothesis"], {}).get("statement")
         print(f"  {finding['verdict']}: {_shorten(statement or finding['summary'], 110)}")
-    if need_harness:
+    if need_harness and not confirmed:
         print("  not testable on a script (they rerun training steps): give a harness and run"
               f" torchdoctor check {name}:NAME (see docs/harness.md) to test:")
         shown = dict.fromkeys(hypotheses.get(f["hypothesis"], {}).get("statement")
