@@ -55,8 +55,8 @@ CASES = [
     ZooCase("view_permute", "shape.view_noncontiguous", "after_permute", "BUG"),
     ZooCase("wrong_channels", "shape.conv_channels", "grayscale_vs_rgb", "RAISES"),
     ZooCase("backward_twice", "autograd.backward_twice", "shared_subgraph_two_losses", "BUG"),
-    ZooCase("nan_log", "numerics.nan_loss", "unstable_op", "BUG"),
-    ZooCase("device_mismatch", "device.tensors_different_devices", "input_not_moved", "BUG",
+    ZooCase("nan_log", "numerics.nan_loss", "unstable_op_in_this_batch", "BUG"),
+    ZooCase("device_mismatch", "device.mixed_devices", "batch_not_moved", "RAISES",
             needs_cuda=True),
 ]
 
@@ -123,6 +123,9 @@ def test_run_reports_the_error_ranks_the_entry_and_confirms_the_cause(case, outc
     assert outcome["matches"], f"no entry matched {outcome['error']['message']!r}"
     assert outcome["matches"][0]["entry"] == case.entry, [m["entry"] for m in outcome["matches"]]
     confirmed(outcome, case)
+    rivals = {f["hypothesis"] for f in outcome["findings"] if f["verdict"] == "confirmed"
+              and f["hypothesis"].startswith(f"{case.entry}/")}
+    assert rivals == {f"{case.entry}/{case.hypothesis}"}, "one cause, not several, is confirmed"
     assert status == 0, "a confirmed cause exits 0"
 
 
@@ -142,6 +145,13 @@ def test_run_names_the_place_of_the_bug(case, outcomes):
         frame.get("file"), frame.get("line"))
     assert where[0] and Path(where[0]).name == case.path.name, (location, frame)
     assert where[1] == marker_line(case.path, case.marker), (location, frame)
+
+
+@pytest.mark.slow
+def test_numbers_read_from_a_guard_message_keep_the_step_apart_from_the_loss(outcomes):
+    for program, step in (("nan_log", "0"), (HARNESS_ONLY, "4")):
+        fields = outcomes[program][1]["matches"][0]["fields"]
+        assert fields.get("step") == step and "loss" not in fields, (program, fields)
 
 
 @pytest.mark.slow

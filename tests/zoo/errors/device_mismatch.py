@@ -20,7 +20,7 @@ def harness():
 def main():
     parts = harness()
     inputs, labels = parts["batch"]
-    parts["loss_fn"](parts["model"](inputs), labels).backward()
+    parts["loss_fn"](parts["model"](inputs), labels).backward()  # RAISES
 
 
 if __name__ == "__main__":
