@@ -104,6 +104,7 @@ class Doctor:
         self._running: list[Any] = []
         self._cancelled = threading.Event()
         self._kb: Any = None
+        self._repro_recorded = False
 
     # -- knowledge -------------------------------------------------------------
 
@@ -204,6 +205,12 @@ class Doctor:
                   "the same error came back" if same else
                   f"a different error came back: {signature(error)}")
         self.session.record_reproduction(same, error, seed, detail)
+        if same and target.script and not self._repro_recorded:
+            # Cut while this patient still holds the failing frames' live objects.
+            from torchdoctor.repro import record_repro_from_patient
+
+            record_repro_from_patient(self.session, client, error, target.script, target.argv)
+            self._repro_recorded = True
         return {"same": same, "error": error, "detail": detail, "captured": captured}
 
     def _run_target(self, client: Any, target: Target) -> dict:
