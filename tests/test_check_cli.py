@@ -105,3 +105,12 @@ def test_a_passing_check_rejects_the_hypothesis():
         ("training.weights_frozen/no_step", "rejected")
     assert judged.hypothesis is None
     assert exit_status([judged, Check(judged.finding)]) == 0
+
+
+def test_an_error_probe_on_a_crashing_harness_confirms_the_entry_of_that_error():
+    done = check("tests/zoo/errors/flatten_linear.py:harness", "--only", "trace", "--json")
+    findings = json.loads(done.stdout)["findings"]
+    assert [f["hypothesis"] for f in findings] == ["shape.linear_in_features/flatten_size"]
+    assert findings[0]["verdict"] == "confirmed"
+    text = check("tests/zoo/errors/flatten_linear.py:harness", "--only", "trace").stdout
+    assert "emits 57600 features per sample" in text and "?" not in text

@@ -78,3 +78,16 @@ def test_a_segfault_is_reported_without_a_torchdoctor_traceback():
     assert (outcome["exited"], outcome["signal"]) == ("died", "SIGSEGV")
     assert "reading address zero" in outcome["error"]["message"]
     assert "Traceback" not in done.stderr
+
+
+def test_only_limits_the_probes_that_test_hypotheses(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--no-tui", "--json", "--no-session",
+         "--only", "census", str(ROOT / "tests/zoo/errors/embedding_index.py")],
+        capture_output=True, text=True, timeout=240, cwd=tmp_path, check=False)
+    findings = json.loads(done.stdout)["findings"]
+    assert findings and {f["probe"] for f in findings} == {"census"}
+    unknown = subprocess.run(
+        [sys.executable, "-m", "torchdoctor", "run", "--only", "nope", "x.py"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    assert unknown.returncode == 2 and "no probe named nope" in unknown.stderr

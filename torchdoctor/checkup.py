@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from torchdoctor.criteria import verdict
@@ -46,6 +46,7 @@ class Check:
     finding: Finding
     entry: Any = None
     hypothesis: Any = None
+    fields: dict[str, Any] = field(default_factory=dict)  # read from the error it reproduced
 
 
 def plan(found: dict[str, str], only: Iterable[str] | None = None, steps: int | None = None,
@@ -96,10 +97,30 @@ def hypotheses_for(probe_name: str, kb: Any) -> list[tuple[Any, Any]]:
     return [(entry, hyp) for _, entry, hyp in ranked]
 
 
+def _candidates(name: str, result: dict[str, Any], kb: Any) -> list[tuple[Any, Any, dict]]:
+    """The hypotheses a result may confirm, with the fields their criteria may read.
+
+    When the probe reproduced an exception (trace, anomaly_rerun), only the
+    entries that explain that very error qualify, with the numbers read from
+    its message; otherwise any hypothesis tested by this probe without an
+    error to go on would be judged on empty fields.
+    """
+    facts = result.get("facts") or {}
+    if kb is not None and facts.get("raised") and facts.get("error_message"):
+        from torchdoctor.match import diagnose
+
+        error = f"{facts.get('error_type') or 'Error'}: {facts['error_message']}"
+        return [(match.entry, hyp, match.fields) for match in diagnose(error, kb).matches[:3]
+                for hyp in match.entry.hypotheses if hyp.probe == name]
+    return [(entry, hyp, {}) for entry, hyp in hypotheses_for(name, kb)]
+
+
 def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     """A finding for one probe result; a failing check names the hypothesis it confirms."""
     status = result.get("status", "error")
-    judged = [(entry, hyp, verdict(hyp, result, {})) for entry, hyp in hypotheses_for(name, kb)]
+    candidates = _candidates(name, result, kb)
+    fields_of = {id(hyp): fields for _, hyp, fields in candidates}
+    judged = [(entry, hyp, verdict(hyp, result, fields)) for entry, hyp, fields in candidates]
     confirmed = [(e, h) for e, h, v in judged if v == "confirmed"]
     rejected = [(e, h) for e, h, v in judged if v == "rejected"]
     entry = hyp = None
@@ -115,8 +136,9 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
         probe=name, status=status, summary=result.get("summary", ""),
         hypothesis=f"{entry.id}/{hyp.id}" if entry is not None else None,
         verdict=outcome, location=result.get("location"), facts=result.get("facts") or {})
-    return Check(finding, entry if outcome == "confirmed" else None,
-                 hyp if outcome == "confirmed" else None)
+    if outcome != "confirmed":
+        return Check(finding)
+    return Check(finding, entry, hyp, fields_of.get(id(hyp), {}))
 
 
 def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]], kb: Any,

@@ -11,7 +11,7 @@ patient per environment, and their runs are merged into one result.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -57,8 +57,11 @@ def factory_for(client: PatientClient) -> ClientFactory:
     return make
 
 
-def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3) -> list[Finding]:
-    """Findings for every probe-tested hypothesis of the ``top`` matches, in ranked order."""
+def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
+                    only: Iterable[str] | None = None) -> list[Finding]:
+    """Findings for every probe-tested hypothesis of the ``top`` matches, in ranked order;
+    ``only`` names the probes allowed to run (all when None)."""
+    allowed = set(only) if only else None
     results: dict[str, dict] = {}
     findings: list[Finding] = []
     for match in list(getattr(diagnosis, "matches", []))[:top]:
@@ -68,6 +71,8 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3)
             if not probe or not probe.get("name"):
                 continue
             name, params = probe["name"], dict(probe.get("params") or {})
+            if allowed is not None and name not in allowed:
+                continue
             key = json.dumps([name, params], sort_keys=True, default=repr)
             if key not in results:
                 results[key] = run_probe(name, params, client_factory)

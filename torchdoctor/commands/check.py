@@ -107,7 +107,7 @@ def _print_text(target: str, checks: list) -> None:
         if where and f.status in ("fail", "warn"):
             print(f"    at {where}")
         if check.hypothesis is not None:
-            facts = {**fields, **_scalars(f.facts)}
+            facts = {**fields, **_scalars(f.facts), **check.fields}
             print(f"    confirms {f.hypothesis}: {check.entry.title}")
             print(f"      {fill(check.hypothesis.statement, facts)}")
             if check.hypothesis.fix is not None:

@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop the script after S seconds (default 600)")
     parser.add_argument("--top", type=int, default=3, metavar="N",
                         help="test the hypotheses of the N best matches (default 3)")
+    parser.add_argument("--only", metavar="P,...",
+                        help="test only the hypotheses whose probe is one of these")
     parser.add_argument("--no-session", action="store_true",
                         help="keep no session journal (and so no report or repro)")
     parser.add_argument("script", metavar="SCRIPT", help="the Python script to run")
@@ -75,7 +77,16 @@ def run(args: argparse.Namespace) -> int:
     return outcome_status(outcome)
 
 
+def _only(args: argparse.Namespace) -> list[str] | None:
+    return [name.strip() for name in args.only.split(",") if name.strip()] if args.only else None
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
+    from torchdoctor.probes_manifest import PROBES
+
+    unknown = [name for name in _only(args) or () if name not in PROBES]
+    if unknown:
+        return f"--only: no probe named {', '.join(unknown)} (known: {', '.join(PROBES)})"
     if args.top < 1:
         return "--top must be 1 or more"
     if args.timeout <= 0:
@@ -112,7 +123,8 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) 
     diagnosis = diagnose(report["traceback"], kb)
     shape = diagnosis.to_dict()
     outcome["error"] = shape["error"]
-    findings = test_hypotheses(diagnosis, factory_for(client), top=args.top)
+    findings = test_hypotheses(diagnosis, factory_for(client), top=args.top,
+                               only=_only(args))
     matches, findings = order_by_evidence(shape["matches"][: args.top], findings)
     outcome["matches"] = matches
     outcome["findings"] = [finding.to_dict() for finding in findings]
