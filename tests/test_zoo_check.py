@@ -137,3 +137,10 @@ def test_other_healthy_harnesses_raise_no_false_alarm(name):
     assert [f["probe"] for f in report["findings"]] == only.split(",")
     assert not confirmed(report)
     assert {f["status"] for f in report["findings"]} == {"pass"}
+
+
+def test_a_diverging_learning_rate_is_never_called_too_low():
+    status, report = check("lr_explodes", "--only", "lr_range")
+    assert status == 1
+    finding = confirmed(report)["lr_range"]
+    assert finding["hypothesis"].startswith("training.lr_too_high/")
