@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from torchdoctor.location import describe_location
 from torchdoctor.session import Hypothesis, SessionState
 
 STATE_STYLE = {
@@ -149,7 +150,7 @@ def result_view(hyp: Hypothesis | None) -> RenderableType:
     lines = [Text.assemble(("verdict: ", "bold"), (verdict, STATE_STYLE.get(verdict, ""))),
              Text.assemble(("evidence: ", "bold"), f"{finding.get('probe')} "
                            f"[{finding.get('status')}] {finding.get('summary', '')}")]
-    where = location_text(finding.get("location"))
+    where = describe_location(finding.get("location"))
     if where:
         lines.append(Text.assemble(("where: ", "bold"), where))
     facts = finding.get("facts") or {}
@@ -162,19 +163,6 @@ def result_view(hyp: Hypothesis | None) -> RenderableType:
             table.add_row(name, str(value))
         lines.append(table)
     return Panel(Group(*lines), title="result", title_align="left")
-
-
-def location_text(location: dict | None) -> str:
-    if not location:
-        return ""
-    parts = []
-    if location.get("module"):
-        parts.append(f"module {location['module']}")
-    if location.get("op"):
-        parts.append(f"op {location['op']}")
-    if location.get("file"):
-        parts.append(f"{location['file']}:{location.get('line') or ''}".rstrip(":"))
-    return ", ".join(parts)
 
 
 def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, str] | None,
