@@ -150,14 +150,6 @@ def exception_location(exc: BaseException) -> dict | None:
     return found
 
 
-def location(module: str | None = None, op: str | None = None,
-             site: dict | None = None) -> dict | None:
-    if module is None and op is None and site is None:
-        return None
-    return {"module": module, "op": op, "file": site and site.get("file"),
-            "line": site and site.get("line")}
-
-
 def describe_error(exc: BaseException) -> dict:
     return {"type": type(exc).__name__, "message": str(exc)[:500]}
 
@@ -169,14 +161,3 @@ def named_trainable(model: nn.Module) -> Iterator[tuple[str, nn.Parameter]]:
 def grad_norms(model: nn.Module) -> dict[str, float]:
     return {n: float(p.grad.detach().norm()) for n, p in model.named_parameters()
             if p.grad is not None}
-
-
-def tensors_in(value: Any) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from tensors_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from tensors_in(item)

@@ -271,14 +271,15 @@ def module_label(module: nn.Module) -> str:
 
 
 def location(module: str | None = None, op: str | None = None,
-             frame: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    if module is None and op is None and frame is None:
+             site: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Where a probe points: the module, the op, and the user's ``site`` (file, line)."""
+    if module is None and op is None and site is None:
         return None
     return {
         "module": module,
         "op": op,
-        "file": frame.get("file") if frame else None,
-        "line": frame.get("line") if frame else None,
+        "file": site.get("file") if site else None,
+        "line": site.get("line") if site else None,
     }
 
 

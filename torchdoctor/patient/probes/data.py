@@ -21,9 +21,8 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._replica import (
     describe_error,
     exception_location,
-    location,
-    tensors_in,
 )
+from torchdoctor.patient.probes._util import iter_tensors, location
 
 HANG_ADVICE = ("rerun with num_workers=0 to see the real error; check shared-memory limits "
                "(/dev/shm, docker --shm-size); look for a deadlock in the dataset (locks, "
@@ -121,9 +120,9 @@ def _sample_shapes(dataset: Any, count: int = 8) -> list[Any]:
             shapes.append({"index": index, "error": describe_error(exc)})
             continue
         shapes.append({"index": index,
-                       "shapes": [list(t.shape) for t in tensors_in(sample)],
+                       "shapes": [list(t.shape) for t in iter_tensors(sample)],
                        "dtypes": [str(t.dtype).replace("torch.", "")
-                                  for t in tensors_in(sample)]})
+                                  for t in iter_tensors(sample)]})
     return shapes
 
 

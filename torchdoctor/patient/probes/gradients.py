@@ -18,7 +18,6 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._replica import (
     describe_error,
     exception_location,
-    location,
     module_of,
     plain_step,
     replica,
@@ -26,6 +25,7 @@ from torchdoctor.patient.probes._replica import (
     top_module,
     user_frame,
 )
+from torchdoctor.patient.probes._util import location
 
 MAX_LISTED = 50
 GROWTH_STEPS = 3

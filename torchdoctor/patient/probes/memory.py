@@ -24,11 +24,10 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._replica import (
     describe_error,
     exception_location,
-    location,
     replica,
     standard_optimizer,
-    tensors_in,
 )
+from torchdoctor.patient.probes._util import iter_tensors, location
 
 PHASES = ("forward", "loss", "backward", "step")
 LARGEST = 5
@@ -77,7 +76,7 @@ class StorageLedger(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if self.exact_peak:
             self.sweep()
-        for t in tensors_in(out):
+        for t in iter_tensors(out):
             if t.device.type == "meta" or t.is_sparse:
                 continue
             storage = t.untyped_storage()
@@ -248,7 +247,7 @@ def _holder_roots(ctx: ProbeContext) -> dict[str, tuple[Any, str]]:
 
 def _graph_tensors(container: Any) -> int:
     values = container.values() if isinstance(container, dict) else container
-    return sum(1 for v in list(values) for t in tensors_in(v) if t.grad_fn is not None)
+    return sum(1 for v in list(values) for t in iter_tensors(v) if t.grad_fn is not None)
 
 
 def _append_site(ctx: ProbeContext, name: str) -> dict | None:

@@ -17,15 +17,14 @@ from torchdoctor.patient.probes._replica import (
     describe_error,
     exception_location,
     finite,
-    location,
     loss_value,
     module_of,
     plain_step,
     replica,
     standard_optimizer,
-    tensors_in,
     user_frame,
 )
+from torchdoctor.patient.probes._util import iter_tensors, location
 
 SEED = 0
 
@@ -40,7 +39,7 @@ class _FirstNonFinite(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if self.found is None:
-            for t in tensors_in(out):
+            for t in iter_tensors(out):
                 if t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
                     self.found = {"op": getattr(func, "__name__", str(func)),
                                   "site": user_frame(2)}

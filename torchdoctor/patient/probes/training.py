@@ -20,7 +20,6 @@ from torchdoctor.patient.probes._replica import (
     describe_error,
     exception_location,
     finite,
-    location,
     loss_value,
     module_of,
     plain_step,
@@ -29,6 +28,7 @@ from torchdoctor.patient.probes._replica import (
     top_module,
     user_frame,
 )
+from torchdoctor.patient.probes._util import location
 from torchdoctor.patient.probes._watch import watch_loop
 
 MAX_LISTED = 50
