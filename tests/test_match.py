@@ -85,8 +85,9 @@ def test_real_linear_traceback_ranks_the_linear_entry_first_with_facts_and_fille
     assert best.facts[0].startswith("57600 = 64 × 30 × 30")
     assert any("larger than the net was designed for" in fact for fact in best.facts)
     hypothesis = best.hypotheses[0]
+    # The clause quoting a field no pattern captured is left out of the sentence.
     assert hypothesis["statement"] == ("The layer before this Linear emits 57600 features, "
-                                       "built for 9216; {literal} ?")
+                                       "built for 9216.")
     assert hypothesis["predicts"] == "57600 = 64 × 30 × 30"
     assert hypothesis["probe"] == {"name": "trace", "params": {"backward": False}}
     assert hypothesis["fix"]["after"] == "nn.Linear(57600, 128)"
@@ -301,3 +302,16 @@ def test_cuda_kernel_assertion_outranks_the_generic_device_side_assert():
     paste = (Path(__file__).parent / "fixtures" / "examples" / "cuda_nll_assert.txt").read_text()
     ranked = [m.entry.id for m in diagnose_text(paste, load_knowledge()).matches]
     assert ranked[:2] == ["index.nll_target_assert", "index.device_side_assert"]
+
+
+def test_prose_leaves_out_the_parts_that_quote_unknown_numbers():
+    from torchdoctor.match import fill, fill_prose
+
+    template = ("The loss ({loss}) stays because step() is never called; with {classes}"
+                " classes ln C is {ln_classes}, a uniform guess.")
+    assert fill_prose(template, {}) == "The loss stays because step() is never called."
+    assert fill_prose(template, {"loss": 2.3, "classes": 10, "ln_classes": 2.303}) == (
+        "The loss (2.3) stays because step() is never called; with 10 classes ln C is 2.303,"
+        " a uniform guess.")
+    assert fill_prose("sized for {a} along dimension {b}", {}) == "sized for ? along dimension ?"
+    assert fill("x = {a}", {}) == "x = ?"  # code is never rewritten

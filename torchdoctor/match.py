@@ -295,8 +295,33 @@ def _jsonable(fields: dict) -> dict:
 _TEMPLATE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def fill(template: object, fields: dict) -> str:
-    """Fill ``{name}`` from fields; a missing field renders as '?'."""
+_PAREN_WITH_GAP = re.compile(r" ?\([^()]*\x00[^()]*\)")
+
+
+def fill_prose(template: object, fields: dict) -> str:
+    """Fill a sentence, leaving out the parts that quote a number nobody knows.
+
+    "The loss ({loss}) stays; with {classes} classes ln C is {ln_classes}."
+    without a loss or C reads "The loss stays." rather than a row of '?':
+    a parenthesis that holds a missing field goes, then each ';'/','-clause
+    that still does. What cannot be left out that way keeps its '?'.
+    """
+    text = fill(template, fields, missing="\x00")
+    if "\x00" not in text:
+        return text
+    text = _PAREN_WITH_GAP.sub("", text)
+    for separator in ("; ", ", "):
+        if "\x00" in text:
+            parts = text.split(separator)
+            kept = [parts[0]] + [p for p in parts[1:] if "\x00" not in p]
+            text = separator.join(kept)
+            if "\x00" not in text and not text.rstrip().endswith((".", "!", "?")):
+                text = text.rstrip() + "."
+    return text.replace("\x00", _MISSING)
+
+
+def fill(template: object, fields: dict, missing: str = _MISSING) -> str:
+    """Fill ``{name}`` from fields; a missing field renders as ``missing`` ('?')."""
     if template is None:
         return ""
 
@@ -307,7 +332,7 @@ def fill(template: object, fields: dict) -> str:
             return "}"
         value = fields.get(found.group(1))
         if value is None or value == "":
-            return _MISSING
+            return missing
         if isinstance(value, bool):
             return "yes" if value else "no"
         return str(value)
@@ -328,15 +353,15 @@ def render_hypotheses(entry: object, fields: dict) -> list[dict]:
         fix = _value(hypothesis, "fix")
         rendered.append({
             "id": _value(hypothesis, "id"),
-            "statement": fill(_value(hypothesis, "statement"), fields),
-            "why": fill(_value(hypothesis, "why"), fields),
-            "predicts": fill(_value(hypothesis, "predicts"), fields),
+            "statement": fill_prose(_value(hypothesis, "statement"), fields),
+            "why": fill_prose(_value(hypothesis, "why"), fields),
+            "predicts": fill_prose(_value(hypothesis, "predicts"), fields),
             "probe": {"name": probe_name, "params": dict(_value(hypothesis, "params") or {})}
             if probe_name else None,
             "confirm": list(_value(hypothesis, "confirm") or []),
             "reject": list(_value(hypothesis, "reject") or []),
             "fix": {
-                "summary": fill(_value(fix, "summary"), fields),
+                "summary": fill_prose(_value(fix, "summary"), fields),
                 "before": fill(_value(fix, "before"), fields),
                 "after": fill(_value(fix, "after"), fields),
             } if fix else None,

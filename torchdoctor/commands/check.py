@@ -96,7 +96,7 @@ def _knowledge(args: argparse.Namespace) -> Any:
 
 def _print_text(target: str, checks: list) -> None:
     from torchdoctor.checkup import SYMBOLS
-    from torchdoctor.match import fill
+    from torchdoctor.match import fill_prose
 
     print(f"checkup of {target}")
     fields = _fields(checks)
@@ -109,9 +109,9 @@ def _print_text(target: str, checks: list) -> None:
         if check.hypothesis is not None:
             facts = {**fields, **_scalars(f.facts), **check.fields}
             print(f"    confirms {f.hypothesis}: {check.entry.title}")
-            print(f"      {fill(check.hypothesis.statement, facts)}")
+            print(f"      {fill_prose(check.hypothesis.statement, facts)}")
             if check.hypothesis.fix is not None:
-                print(f"    fix: {fill(check.hypothesis.fix.summary, facts)}")
+                print(f"    fix: {fill_prose(check.hypothesis.fix.summary, facts)}")
     failed = sum(c.finding.status == "fail" for c in checks)
     warned = sum(c.finding.status == "warn" for c in checks)
     print(f"{len(checks)} checks: {failed} failed, {warned} warned")
