@@ -56,6 +56,7 @@ class SessionState:
     hypotheses: dict[str, Hypothesis] = field(default_factory=dict)
     probes: list[dict] = field(default_factory=list)
     reproductions: list[dict] = field(default_factory=list)
+    repro: dict | None = None  # the latest minimal-repro attempt, verified or not
     notes: list[str] = field(default_factory=list)
     fix: dict | None = None
     verified: bool | None = None
@@ -182,6 +183,8 @@ class Session:
             s.reproductions.append(event)
             if event.get("same"):
                 s.completed.add("reproduce")
+        elif kind == "repro":
+            s.repro = event
         elif kind == "note":
             s.notes.append(event.get("text", ""))
         elif kind == "fix":

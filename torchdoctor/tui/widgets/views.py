@@ -80,11 +80,27 @@ def reproduce_view(state: SessionState, target_label: str | None) -> RenderableT
         mark = ("✓ same error", "green") if run.get("same") else ("✗ not the same", "red")
         parts.append(Text.assemble((f"run {number} ", "bold"), (f"seed {run.get('seed')}  ",),
                                    mark, f"  {run.get('detail') or ''}"))
-    if state.reproductions:
-        parts.append(Text("Shrinking (random data of the same shapes, one batch) comes with the"
-                          " repro in the report (e).", style="dim"))
+    if state.repro is not None:
+        parts.append(shrunk_view(state.repro))
     parts.append(error_view(state.error, state.input_text))
     return Group(*parts)
+
+
+def shrunk_view(repro: dict) -> RenderableType:
+    """The failure shrunk to a standalone script: what level, and the proof it fails."""
+    from rich.syntax import Syntax
+
+    if not repro.get("verified"):
+        return Text(f"Could not shrink it to a verified repro: {repro.get('reason') or '?'}",
+                    style="yellow")
+    title = (f"shrunk to the {repro.get('level')} level ({repro.get('what') or 'standalone'}):"
+             f" {repro.get('lines')} lines, fails the same way in {repro.get('seconds')} s")
+    try:
+        with open(repro["path"], encoding="utf-8") as source:
+            code: RenderableType = Syntax(source.read(), "python", word_wrap=True)
+    except (OSError, KeyError, TypeError):
+        code = Text(str(repro.get("path")), style="dim")
+    return Panel(code, title=title, title_align="left", border_style="green")
 
 
 def gather_view(state: SessionState) -> RenderableType:
