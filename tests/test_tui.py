@@ -243,7 +243,7 @@ async def test_the_demo_walks_all_five_phases_with_real_patients(tmp_path):
         assert "57600" in state.error["message"]
         # Shrunk while the failure was live: the Linear alone, proven to fail the same way.
         assert state.repro["verified"] and state.repro["level"] == "module"
-        assert "nn.Linear(in_features=9216" in open(state.repro["path"]).read()
+        assert "nn.Linear(in_features=9216" in Path(state.repro["path"]).read_text()
         await pilot.press("n", "r")  # gather: census and environment
         await app.workers.wait_for_complete()
         await pilot.pause()
