@@ -70,9 +70,13 @@ def walk_as_text(copy: object, kb_dirs: tuple[str, ...] = ()) -> int:
             print(f"  {number}. {hyp.statement}  [tested by {hyp.probe}]")
         heading("test")
         confirmed = None
+        shown: set[str] = set()
         for key in list(session.state.hypotheses):
             finding = doctor.test(key)
-            print(f"  {finding['verdict']:<12} {key}: {finding['summary']}")
+            print(f"  {finding['verdict']:<12} {key}")
+            if finding["summary"] not in shown:  # one probe run often decides several
+                shown.add(finding["summary"])
+                print(f"               evidence ({finding['probe']}): {finding['summary']}")
             if finding["verdict"] == "confirmed" and confirmed is None:
                 confirmed = key
         bisect = doctor.bisect()
