@@ -176,3 +176,16 @@ def test_validate_conditions_accepts_every_documented_form():
 def test_validate_conditions_explains_each_problem(conditions, problem):
     problems = validate_conditions(conditions, facts=("x",), fields=("classes",))
     assert any(problem in p for p in problems), problems
+
+
+def test_cited_facts_are_the_facts_the_conditions_read():
+    from torchdoctor.criteria import cited_facts
+
+    result = {"status": "fail", "facts": {"inputs": {"shape": [8, 3, 32, 32]}, "classes_out": 10,
+                                          "label_max": 10, "rows": [1, 2]}}
+    conditions = [{"fact": "inputs.shape.1", "eq": 3},
+                  {"any": [{"fact": "label_max", "ge": {"fact": "classes_out"}},
+                           {"fact": "missing", "exists": True}]},
+                  {"fact": "rows", "exists": True}, {"status": "fail"}]
+    assert cited_facts(conditions, result) == {"inputs.shape.1": 3, "label_max": 10,
+                                               "classes_out": 10}

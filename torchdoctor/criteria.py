@@ -44,6 +44,29 @@ def verdict(hypothesis: Any, result: Mapping[str, Any] | None, fields: Mapping[s
     return "inconclusive"
 
 
+def cited_facts(conditions: list, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The facts (by dotted name) that these conditions read, with their values.
+
+    A verdict is only as convincing as the facts that decided it; front ends
+    show these beside the probe's summary, which may speak of other things.
+    """
+    cited: dict[str, Any] = {}
+    facts = result.get("facts") or {}
+    for condition in conditions or []:
+        if not isinstance(condition, Mapping):
+            continue
+        for part in condition.get("any") or [condition]:
+            if not isinstance(part, Mapping) or not isinstance(part.get("fact"), str):
+                continue
+            names = [part["fact"]] + [v["fact"] for v in part.values()
+                                      if isinstance(v, Mapping) and isinstance(v.get("fact"), str)]
+            for name in names:
+                value = _lookup(facts, name)
+                if value is not _MISSING and not isinstance(value, (dict, list)):
+                    cited[name] = value
+    return cited
+
+
 def validate_conditions(
     conditions: Any, facts: Collection[str] | None = None, fields: Collection[str] | None = None
 ) -> list[str]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torchdoctor.criteria import verdict
+from torchdoctor.criteria import cited_facts, verdict
 from torchdoctor.patient.client import (
     PatientClient,
     PatientDied,
@@ -43,6 +43,8 @@ class Finding:
     verdict: str
     location: dict | None
     facts: dict
+    # The facts the deciding criteria read ("inputs.shape.1": 3), shown as the evidence.
+    evidence: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -77,14 +79,17 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
             if key not in results:
                 results[key] = run_probe(name, params, client_factory)
             result = results[key]
+            judged = verdict(hypothesis, result, match.fields)
+            deciding = {"confirmed": "confirm", "rejected": "reject"}.get(judged)
             findings.append(Finding(
                 probe=name,
                 status=result.get("status", "error"),
                 summary=result.get("summary", ""),
                 hypothesis=f"{entry_id}/{hypothesis.get('id')}",
-                verdict=verdict(hypothesis, result, match.fields),
+                verdict=judged,
                 location=result.get("location"),
                 facts=result.get("facts") or {},
+                evidence=cited_facts(hypothesis.get(deciding) or [], result) if deciding else {},
             ))
     return findings
 

@@ -212,6 +212,9 @@ def print_text(outcome: dict) -> None:
         hyp = hypotheses.get(finding["hypothesis"], {})
         print(f"confirmed: {hyp.get('statement') or finding['hypothesis']}")
         print(f"  evidence ({finding['probe']}): {finding['summary']}")
+        if finding.get("evidence"):
+            print("  decided by: " + ", ".join(f"{name} = {value}"
+                                              for name, value in finding["evidence"].items()))
         where = describe_location(finding.get("location"))
         if where:
             print(f"  where: {where}")
