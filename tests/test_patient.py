@@ -226,7 +226,8 @@ def test_a_probe_shared_by_hypotheses_runs_once_and_each_gets_a_verdict(patient)
         ("test.entry/a", "confirmed"), ("test.entry/b", "rejected")]
     assert findings[0].facts == {"count": 1}
     assert set(findings[0].to_dict()) == {"probe", "status", "summary", "hypothesis",
-                                          "verdict", "location", "facts"}
+                                          "verdict", "location", "facts", "evidence"}
+    assert findings[0].evidence == {"count": 1}  # the fact its confirm criteria read
 
 
 def test_fresh_env_probe_runs_in_a_new_patient_on_the_same_target(patient):
