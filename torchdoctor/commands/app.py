@@ -32,8 +32,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"torchdoctor: {warning}", file=sys.stderr)
     target = session.state.target if session is not None else None
     try:
+        # A resumed session opens where it stopped; nothing reruns until the person asks.
         return open_app(session=session, target=_as_target(target),
-                        kb_dirs=tuple(getattr(args, "kb", ()) or ()))
+                        kb_dirs=tuple(getattr(args, "kb", ()) or ()),
+                        autostart=False if session is not None else None)
     except ValueError as exc:
         print(f"torchdoctor: {exc}", file=sys.stderr)
         return 2

@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 
-def open_app(*, session: Any = None, target: str | None = None, script: str | None = None,
-             argv: list[str] | None = None, diagnosis: dict | None = None,
-             client_factory: Any = None, demo: Any = None, kb_dirs: tuple[str, ...] = (),
-             autostart: bool | None = None, harness: str | None = None) -> int:
-    """Open the app; returns its exit status.
+def open_app(**options: Any) -> int:
+    """Open the app (see ``build_app`` for the options); returns its exit status."""
+    app = build_app(**options)
+    result = app.run()
+    app.session.close()  # a new error pasted in the app may have started a new session
+    return int(result or 0)
+
+
+def build_app(*, session: Any = None, target: str | None = None, script: str | None = None,
+              argv: list[str] | None = None, diagnosis: dict | None = None,
+              client_factory: Any = None, demo: Any = None, kb_dirs: tuple[str, ...] = (),
+              autostart: bool | None = None, harness: str | None = None) -> Any:
+    """The app, ready to run (tests drive it with Pilot).
 
     ``target`` is a harness (``file.py:make``) or a script; ``script`` and
     ``argv`` name a script to rerun; ``diagnosis`` is a ``Diagnosis.to_dict()``
@@ -32,13 +40,13 @@ def open_app(*, session: Any = None, target: str | None = None, script: str | No
         if session.state.phase == "reproduce" and not chosen:
             session.goto("gather")
     factory = client_factory or default_client_factory(chosen.directory if chosen else None)
-    start = autostart if autostart is not None else (chosen is not None and diagnosis is None)
+    # Rerun on opening only a fresh session: a resumed one already holds its runs.
+    fresh = not session.state.reproductions and not session.state.probes
+    start = autostart if autostart is not None else (
+        chosen is not None and diagnosis is None and fresh)
     intake = chosen is None and not session.state.matches
-    app = TorchDoctorApp(session, factory, chosen, demo=demo, kb_dirs=kb_dirs, autostart=start,
-                         intake_first=intake)
-    result = app.run()
-    session.close()
-    return int(result or 0)
+    return TorchDoctorApp(session, factory, chosen, demo=demo, kb_dirs=kb_dirs, autostart=start,
+                          intake_first=intake)
 
 
 def open_run_outcome(outcome: dict) -> int:

@@ -109,7 +109,12 @@ class TorchDoctorApp(App[int]):
         self.sub_title = f"session {self.session.id}"
         for table_id in ("#hyp-table", "#test-table"):
             table = self.main_screen.query_one(table_id, DataTable)
-            table.add_columns("#", "state", "hypothesis", "probe")
+            # Fixed widths: auto-sized columns keep the width of the first rows ("proposed")
+            # and clip a later "confirmed"; the probe goes before the long statement.
+            table.add_column("#", width=2)
+            table.add_column("state", width=12)
+            table.add_column("probe", width=16)
+            table.add_column("hypothesis")
         self.main_screen.query_one("#busy").display = False
         self.set_interval(0.5, self._tick)
         self.refresh_all()
@@ -142,11 +147,12 @@ class TorchDoctorApp(App[int]):
         if not self.screen_stack or not self.main_screen.is_attached:
             return
         state = self.session.state
-        self.main_screen.query_one(Stepper).show(state.phase, state.completed)
+        self.main_screen.query_one(Stepper).show(state.phase, views.done_phases(state))
         self.main_screen.query_one("#purpose", Label).update(
             f"{PHASE_TITLES[state.phase]}: {PHASE_PURPOSE[state.phase]}")
         self.main_screen.query_one("#next", Label).update(
-            "→ " + views.needs_next(state, state.phase, self.doctor.target is not None))
+            "→ " + views.needs_next(state, state.phase, self.doctor.target is not None,
+                                    self.exported))
         self.main_screen.query_one(ContentSwitcher).current = state.phase
         target = self.doctor.target.label if self.doctor.target else None
         self.main_screen.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
@@ -165,10 +171,19 @@ class TorchDoctorApp(App[int]):
             table.clear()
             for number, hyp in enumerate(hyps, 1):
                 table.add_row(str(number), Text(hyp.state, style=views.STATE_STYLE.get(
-                    hyp.state, "")), _shorten(hyp.statement, 70), hyp.probe or "—", key=hyp.key)
+                    hyp.state, "")), hyp.probe or "—", _shorten(hyp.statement, self._room()),
+                    key=hyp.key)
             if hyps:
                 table.move_cursor(row=min(max(row, 0), len(hyps) - 1))
         self._show_selected(force=True)
+
+    def _room(self) -> int:
+        """Characters left for a statement beside the fixed columns, so no row scrolls."""
+        return max(self.size.width - 44, 20)
+
+    def on_resize(self) -> None:
+        if self.screen_stack and self.main_screen.query_one("#hyp-table", DataTable).columns:
+            self._fill_tables()
 
     def _show_selected(self, force: bool = False) -> None:
         hyp = self.selected_hypothesis()
@@ -221,6 +236,9 @@ class TorchDoctorApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         phase = self.phase
+        if action in _PHASE_SCREEN_ACTIONS and self.screen_stack and \
+                self.screen is not self.main_screen:
+            return False  # n, r, a… act on the phases; hidden under bisection or the log
         if action in ("add_hypothesis", "reject", "confirm", "move"):
             return phase in ("hypothesize", "test")
         if action == "apply_demo_fix":
@@ -263,12 +281,45 @@ class TorchDoctorApp(App[int]):
             if hyp is None:
                 self.notify("No hypothesis to test.", severity="warning")
                 return
+            if not hyp.probe:
+                self.notify("This hypothesis names no probe: confirm (y) or reject (x) it from"
+                            " what you know.", severity="warning")
+                return
+        if phase in ("reproduce", "test", "fix") and self.doctor.target is None:
+            self.ask_for_target(f"{PHASE_TITLES[phase]} runs your code in a patient process.",
+                                self.action_run_step)
+            return
+        if phase == "test":
             self.run_step("test", f"testing {hyp.key} with {hyp.probe}", hyp.key)
         elif phase in ("reproduce", "gather", "fix"):
             label = {"reproduce": "rerunning the target with seed 0",
                      "gather": "taking the census and the environment",
                      "fix": "rerunning the target and overfitting one batch"}[phase]
             self.run_step(phase, label)
+
+    def ask_for_target(self, why: str, then: Any) -> None:
+        """No target yet: ask for one on the spot, then carry on with ``then``."""
+
+        def answered(text: str | None) -> None:
+            if not text:
+                self.notify("No target given; the steps that run your code wait for one.",
+                            severity="warning")
+                return
+            try:
+                target = Target.parse(text)
+            except ValueError as exc:
+                self.push_screen(ErrorPanel("That target cannot be used", str(exc)))
+                return
+            self.set_target(target)
+            then()
+
+        self.push_screen(Ask(f"{why} Give a script (train.py [args]) or a harness "
+                             "(file.py:make):", "train.py  or  model.py:make_parts"), answered)
+
+    def set_target(self, target: Target) -> None:
+        self.doctor.target = target
+        self.session.note(f"target: {target.label}")
+        self.refresh_all()
 
     def run_step(self, step: str, label: str, *args: Any) -> None:
         self.busy = label
@@ -290,7 +341,8 @@ class TorchDoctorApp(App[int]):
         try:
             result = method(*args)
         except Cancelled:
-            self.post_message(StepFailed(step, "Stopped; the patient was killed.", True))
+            self.post_message(StepFailed(step, "Cancelled: the patient running it was stopped."
+                                         " Press r to run it again.", True))
         except (PatientError, ValueError, OSError) as exc:
             self.post_message(StepFailed(step, str(exc)))
         else:
@@ -316,7 +368,12 @@ class TorchDoctorApp(App[int]):
             self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
                         severity="information" if result["passed"] else "warning")
         elif message.step == "diagnose":
-            self.notify(f"{len(result.get('matches', []))} knowledge-base entries match")
+            count = len(result.get("matches", []))
+            self.notify("No knowledge-base entry matches; add your own hypotheses (a)"
+                        if count == 0 else f"{count} knowledge-base "
+                        f"{'entry matches' if count == 1 else 'entries match'}")
+            if self.phase == "reproduce" and self.doctor.target is None:
+                self.session.goto("gather")  # nothing to rerun: the error is the first fact
         self.refresh_all()
 
     @on(StepFailed)
@@ -405,8 +462,7 @@ class TorchDoctorApp(App[int]):
         from torchdoctor.tui.screens.bisect import BisectScreen
 
         if self.doctor.target is None:
-            self.push_screen(ErrorPanel("Bisection needs a target",
-                                        "Give a script or a harness on the intake screen (i)."))
+            self.ask_for_target("Bisection reruns your model.", self.action_bisect)
             return
         self.push_screen(BisectScreen(self.doctor))
 
@@ -423,13 +479,30 @@ class TorchDoctorApp(App[int]):
     def _intake_done(self, result: dict | None) -> None:
         if not result:
             return
+        if result.get("text") and (self.session.state.matches or self.session.state.error):
+            self._new_session()
         if result.get("target") is not None:
-            self.doctor.target = result["target"]
-            self.session.note(f"target: {result['target'].label}")
+            self.set_target(result["target"])
         if result.get("text"):
             self.run_step("diagnose", "matching the knowledge base", result["text"],
                           result["source"])
         self.refresh_all()
+
+    def _new_session(self) -> None:
+        """A new error gets a new session, so its hypotheses are not mixed with the last one's."""
+        old = self.session
+        self.session = Session.start(old.journal.directory.parent, kind="app")
+        self.doctor.close()
+        self.doctor = Doctor(self.session, self.doctor.target, self.doctor.client_factory,
+                             self.doctor.kb_dirs)
+        self.selected_row = 0
+        self.verify_detail = ""
+        self.exported = None
+        self.demo_fixed = False
+        old.close()
+        self.sub_title = f"session {self.session.id}"
+        self.notify(f"New session {self.session.id} for the new error; the last one is kept "
+                    f"(torchdoctor --resume {old.id}).")
 
     def action_export(self) -> None:
         try:
@@ -473,6 +546,10 @@ class TorchDoctorApp(App[int]):
     def on_unmount(self) -> None:
         self.doctor.cancel()
         self.doctor.close()
+
+
+_PHASE_SCREEN_ACTIONS = {"next_phase", "previous_phase", "run_step", "add_hypothesis", "reject",
+                         "confirm", "move", "apply_demo_fix", "goto", "intake", "bisect"}
 
 
 def _shorten(text: str, limit: int) -> str:

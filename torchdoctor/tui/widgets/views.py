@@ -22,15 +22,35 @@ STATE_STYLE = {
 }
 
 
-def needs_next(state: SessionState, phase: str, has_target: bool) -> str:
+def done_phases(state: SessionState) -> set[str]:
+    """The phases to tick: Reproduce only once something was rerun, not merely passed by."""
+    done = set(state.completed)
+    if not state.reproductions:
+        done.discard("reproduce")
+    return done
+
+
+NEEDS_TARGET = "give a script or a harness (file.py:make) with r, or on the intake (i)"
+
+
+def needs_next(state: SessionState, phase: str, has_target: bool,
+               exported: str | None = None) -> str:
     """One line: what the current phase still needs from the person."""
+    if exported:
+        return f"Report written to {exported}"
+    if not has_target and phase in ("reproduce", "test", "fix"):
+        what = {"reproduce": "Rerunning", "test": "Testing a hypothesis",
+                "fix": "Verifying a fix"}[phase]
+        skip = "; or read on with n" if phase != "fix" else ""
+        return f"{what} needs your code: {NEEDS_TARGET}{skip}."
     if phase == "reproduce":
-        if not has_target:
-            return "No target to rerun: give one on the intake screen (i), or go on (n)."
         if "reproduce" in state.completed:
             return "Reproduced. Next: n to gather the facts."
         return "Press r to rerun the target with seed 0 in a fresh patient."
     if phase == "gather":
+        if not has_target:
+            return ("Press r for the environment; the census of your model needs a target "
+                    "(i). Then n.")
         if not any(p.get("probe") == "env" for p in state.probes):
             return "Press r to take the census and the environment; then n."
         return "Read the facts, then n to weigh the hypotheses."
@@ -80,9 +100,9 @@ def reproduce_view(state: SessionState, target_label: str | None) -> RenderableT
         mark = ("✓ same error", "green") if run.get("same") else ("✗ not the same", "red")
         parts.append(Text.assemble((f"run {number} ", "bold"), (f"seed {run.get('seed')}  ",),
                                    mark, f"  {run.get('detail') or ''}"))
+    parts.append(error_view(state.error, state.input_text))
     if state.repro is not None:
         parts.append(shrunk_view(state.repro))
-    parts.append(error_view(state.error, state.input_text))
     return Group(*parts)
 
 
@@ -93,14 +113,17 @@ def shrunk_view(repro: dict) -> RenderableType:
     if not repro.get("verified"):
         return Text(f"Could not shrink it to a verified repro: {repro.get('reason') or '?'}",
                     style="yellow")
-    title = (f"shrunk to the {repro.get('level')} level ({repro.get('what') or 'standalone'}):"
-             f" {repro.get('lines')} lines, fails the same way in {repro.get('seconds')} s")
+    # The details go inside: a long panel title is cut off at 80 columns.
+    about = Text(f"{repro.get('level')} level ({repro.get('what') or 'standalone'}): "
+                 f"{repro.get('lines')} lines, fails the same way in {repro.get('seconds')} s\n"
+                 f"{repro.get('path')}", style="dim")
     try:
         with open(repro["path"], encoding="utf-8") as source:
             code: RenderableType = Syntax(source.read(), "python", word_wrap=True)
     except (OSError, KeyError, TypeError):
-        code = Text(str(repro.get("path")), style="dim")
-    return Panel(code, title=title, title_align="left", border_style="green")
+        code = Text("(the file is gone)", style="dim")
+    return Panel(Group(about, code), title="verified minimal repro", title_align="left",
+                 border_style="green")
 
 
 def gather_view(state: SessionState) -> RenderableType:
