@@ -144,3 +144,13 @@ def test_a_diverging_learning_rate_is_never_called_too_low():
     assert status == 1
     finding = confirmed(report)["lr_range"]
     assert finding["hypothesis"].startswith("training.lr_too_high/")
+
+
+def test_a_model_that_learns_slowly_is_not_called_broken():
+    """hanging_dataset's model is healthy: SGD on it learns one batch, just not to zero in time."""
+    status, report = check("hanging_dataset", "--only", "overfit_batch")
+    assert status == 0
+    (finding,) = report["findings"]
+    assert finding["status"] == "warn", finding["summary"]
+    assert finding["facts"]["reduction"] <= 0.75
+    assert finding["verdict"] != "confirmed"
