@@ -154,3 +154,14 @@ def test_a_model_that_learns_slowly_is_not_called_broken():
     assert finding["status"] == "warn", finding["summary"]
     assert finding["facts"]["reduction"] <= 0.75
     assert finding["verdict"] != "confirmed"
+
+
+def test_a_statement_without_its_object_reads_as_a_sentence():
+    """check reproduces no pickling error, so nothing fills {object}: no '?' reaches the user."""
+    target = f"{(ZOO / 'lambda_spawn_loader.py').relative_to(ROOT)}:harness"
+    proc = subprocess.run([sys.executable, "-m", "torchdoctor", "check", target, "--only",
+                           "dataloader"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert "confirms dataloader.cannot_pickle_local/lambda_with_spawn" in proc.stdout
+    assert "The dataset holds a lambda or nested function;" in proc.stdout
+    assert "?" not in proc.stdout
