@@ -10,6 +10,12 @@ from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES
 
 _ACTIONS = (
     ("Rerun / run the step of this phase", "run_step"),
+    ("Next phase", "next_phase"),
+    ("Previous phase", "previous_phase"),
+    ("Add a hypothesis of your own", "add_hypothesis"),
+    ("Confirm the selected hypothesis", "confirm"),
+    ("Reject the selected hypothesis, with a reason", "reject"),
+    ("Cancel the running step", "cancel"),
     ("Bisect the model to the first bad module", "bisect"),
     ("Open the hypothesis log", "log"),
     ("Export the report", "export"),

@@ -83,8 +83,8 @@ def error_view(error: dict | None, input_text: str | None) -> RenderableType:
     frame = error.get("user_frame")
     parts: list[RenderableType] = [table]
     if frame:
-        table.add_row("where", f"{frame.get('file')}:{frame.get('line')} in "
-                               f"{frame.get('function')}")
+        function = f" in {frame['function']}" if frame.get("function") else ""
+        table.add_row("where", f"{frame.get('file')}:{frame.get('line')}{function}")
         if frame.get("code"):
             parts.append(Syntax(str(frame["code"]), "python", line_numbers=True,
                                 start_line=int(frame.get("line") or 1), word_wrap=True))
@@ -240,12 +240,21 @@ def _before_after(before: str | None, after: str | None, title: str) -> list[Ren
     return [Panel(table, title=title, title_align="left")]
 
 
-def event_line(event: dict) -> Text:
-    """One journal event as one line of the hypothesis log."""
+def event_line(event: dict) -> RenderableType:
+    """One journal event as one entry of the hypothesis log, wrapped under its own column."""
     kind = event.get("type", "")
-    when = str(event.get("t", ""))[11:19]
-    text = Text(f"{when} ", style="dim")
-    text.append(f"{kind:<11}", style="bold")
+    row = Table.grid(padding=(0, 1))
+    row.add_column(style="dim", no_wrap=True, width=8)
+    row.add_column(style="bold", no_wrap=True, width=10)
+    row.add_column(ratio=1, overflow="fold")  # long paths wrap instead of ending in …
+    row.add_row(str(event.get("t", ""))[11:19], kind, event_detail(event))
+    return row
+
+
+def event_detail(event: dict) -> Text:
+    """What happened, in words; unknown kinds fall back to their fields."""
+    kind = event.get("type", "")
+    text = Text()
     if kind == "hypothesis":
         state = event.get("state", "")
         text.append(f"{event.get('key')} ", style="cyan")
@@ -260,7 +269,7 @@ def event_line(event: dict) -> Text:
         text.append(str(event.get("summary", "")))
     elif kind == "parse":
         error = event.get("error") or {}
-        text.append(f"{error.get('type')}: {error.get('message')}")
+        text.append(f"{error.get('type') or 'symptom'}: {error.get('message')}")
     elif kind == "matches":
         text.append(", ".join(m.get("entry", "") for m in event.get("matches", [])) or "none")
     elif kind == "reproduce":
@@ -269,6 +278,26 @@ def event_line(event: dict) -> Text:
     elif kind == "verify":
         text.append(("passed: " if event.get("passed") else "failed: ") +
                     str(event.get("detail", "")))
+    elif kind == "repro":
+        if event.get("verified"):
+            text.append(f"verified at the {event.get('level')} level "
+                        f"({event.get('what') or 'standalone'}), {event.get('lines')} lines: "
+                        f"{event.get('path')}")
+        else:
+            text.append(f"not verified: {event.get('reason') or '?'}")
+    elif kind in ("note", "phase"):
+        text.append(str(event.get("text") or event.get("phase") or ""))
+    elif kind == "fix":
+        text.append(str(event.get("summary") or ""))
+    elif kind == "input":
+        body = str(event.get("text") or "").strip()
+        last = body.splitlines()[-1] if body else ""  # a traceback ends with its error
+        lines = body.count("\n") + 1
+        text.append(f"{event.get('source')}: {_short(last)}"
+                    + (f" ({lines} lines)" if lines > 1 else ""))
+    elif kind == "session":
+        text.append(f"{event.get('kind')} session" +
+                    (f", target {event['target']}" if event.get("target") else ""))
     else:
         rest = {k: v for k, v in event.items() if k not in ("v", "seq", "t", "type")}
         text.append(" ".join(f"{k}={_short(v)}" for k, v in rest.items()))
