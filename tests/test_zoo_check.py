@@ -165,3 +165,16 @@ def test_a_statement_without_its_object_reads_as_a_sentence():
     assert "confirms dataloader.cannot_pickle_local/lambda_with_spawn" in proc.stdout
     assert "The dataset holds a lambda or nested function;" in proc.stdout
     assert "?" not in proc.stdout
+
+
+def test_one_error_that_stops_every_check_is_told_once():
+    """BCELoss raises on logits in every forward: the checks after the first say 'the same error'."""
+    target = f"{(ZOO / 'logits_into_bce.py').relative_to(ROOT)}:harness"
+    proc = subprocess.run([sys.executable, "-m", "torchdoctor", "check", target, "--only",
+                           "loss_at_init,grad_flow,weights_update"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    lines = proc.stdout.splitlines()
+    assert sum("all elements of input should be between 0 and 1" in line for line in lines) == 1
+    assert any(line.startswith("✗ grad_flow") and "the same error as loss_at_init" in line
+               for line in lines)
+    assert "3 checks: 0 failed, 0 warned, 3 could not run" in proc.stdout

@@ -100,8 +100,16 @@ def _print_text(target: str, checks: list) -> None:
 
     print(f"checkup of {target}")
     fields = _fields(checks)
+    errors_seen: dict[str, str] = {}
     for check in checks:
         f = check.finding
+        if f.status == "error" and _error_key(f.summary) in errors_seen:
+            # One broken forward makes every later check fail the same way: say so once.
+            print(f"{SYMBOLS['error']} {f.probe:<16} could not run: the same error as "
+                  f"{errors_seen[_error_key(f.summary)]}")
+            continue
+        if f.status == "error":
+            errors_seen[_error_key(f.summary)] = f.probe
         print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
         where = describe_location(f.location)
         if where and f.status in ("fail", "warn"):
@@ -112,22 +120,39 @@ def _print_text(target: str, checks: list) -> None:
             print(f"      {fill_prose(check.hypothesis.statement, facts)}")
             if check.hypothesis.fix is not None:
                 print(f"    fix: {fill_prose(check.hypothesis.fix.summary, facts)}")
-    failed = sum(c.finding.status == "fail" for c in checks)
-    warned = sum(c.finding.status == "warn" for c in checks)
-    print(f"{len(checks)} checks: {failed} failed, {warned} warned")
+    print(_tally(checks))
+
+
+def _error_key(summary: str) -> str:
+    """The error itself, whichever check's wording ('train_step raised ...') carries it."""
+    return summary.split(" raised ", 1)[-1]
+
+
+def _tally(checks: list) -> str:
+    """'12 checks: 1 failed, 10 could not run', counting every mark printed above."""
+    counts = {status: sum(c.finding.status == status for c in checks)
+              for status in ("fail", "warn", "error")}
+    parts = [f"{counts['fail']} failed", f"{counts['warn']} warned"]
+    if counts["error"]:
+        parts.append(f"{counts['error']} could not run")
+    noun = "check" if len(checks) == 1 else "checks"
+    return f"{len(checks)} {noun}: {', '.join(parts)}"
 
 
 def _scalars(facts: dict) -> dict:
-    return {k: v for k, v in facts.items() if isinstance(v, (str, int, float))}
+    """The facts a sentence can quote, floats cut to four significant digits."""
+    return {k: float(f"{v:.4g}") if isinstance(v, float) else v for k, v in facts.items()
+            if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
 
 
 def _fields(checks: list) -> dict:
-    """Numbers one check found that another's hypothesis quotes (the loss, C, ln C)."""
+    """Numbers one check found that another's hypothesis quotes (the loss, C, ln C, the lr)."""
     fields: dict = {}
     for check in checks:
         fields.update(_scalars(check.finding.facts))
-    if "num_classes" in fields:
-        fields.setdefault("classes", fields["num_classes"])
+    for field, fact in (("classes", "num_classes"), ("lr", "user_lr")):
+        if fact in fields:
+            fields.setdefault(field, fields[fact])
     return fields
 
 

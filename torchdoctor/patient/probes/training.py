@@ -414,7 +414,8 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
     if reduction is not None and reduction <= STALLED:
         return result("warn", f"learns one batch slowly: loss {initial:.4g} → {final:.4g} "
                       f"after {len(losses)} steps, not yet near zero", facts)
-    moved = "rises" if final > initial else "barely falls"
+    moved = ("rises" if final > initial else "does not fall" if final >= 0.999 * initial
+             else "barely falls")
     return result("fail", f"cannot overfit one batch: the loss {moved}, {initial:.4g} → "
                   f"{final:.4g} after {len(losses)} steps", facts)
 
