@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchdoctor.patient.probes._replica import user_frame
+from torchdoctor.patient.probes._frames import user_frame
 
 NORM_LAYERS = (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)
 

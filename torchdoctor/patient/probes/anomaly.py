@@ -19,19 +19,12 @@ import torch
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import (
-    DOCTOR,
-    USER,
-    can_run_loss,
-    error_facts,
-    file_kind,
-    first_line,
-    first_tensor,
-    frame_info,
-    never_raises,
-    preserved,
-    shape,
-)
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._describe import shape
+from torchdoctor.patient.probes._errors import error_facts, first_line, never_raises
+from torchdoctor.patient.probes._frames import DOCTOR, USER, file_kind, frame_info
+from torchdoctor.patient.probes._harness import can_run_loss
+from torchdoctor.patient.probes._tensors import first_tensor
 from torchdoctor.patient.probes.trace import ModuleRecorder, OpRecorder, is_inplace
 
 _FORWARD_HEADER = "Traceback of forward call that caused the error"

@@ -11,6 +11,7 @@ the last good checkpoint.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -19,23 +20,15 @@ from torch import nn
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import (
-    all_finite,
-    first_line,
-    iter_tensors,
-    module_label,
-    never_raises,
-    preserved,
-)
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._errors import first_line, never_raises
+from torchdoctor.patient.probes._modules import is_leaf, module_label
+from torchdoctor.patient.probes._tensors import all_finite, all_finite_in
 from torchdoctor.patient.probes.trace import ModuleRecorder
 
 
 class _Stop(Exception):
     """Raised from a hook once the prefix being tested has run."""
-
-
-def _finite(obj: Any) -> bool:
-    return all(all_finite(t) for t in iter_tensors(obj))
 
 
 class PrefixRun:
@@ -58,7 +51,7 @@ class PrefixRun:
             if position is None or path in seen:
                 return
             seen.append(path)
-            if not _finite(output):
+            if not all_finite_in(output):
                 verdict.update(outcome="bad", bad_at=position, why="non-finite output")
                 raise _Stop
             if cut is not None and position >= cut:
@@ -83,14 +76,14 @@ class PrefixRun:
 def leaf_order(ctx: ProbeContext) -> tuple[list[str], dict[str, Any]]:
     """Leaf modules in the order the forward runs them, and how that full run ended."""
     order: list[str] = []
-    leaves = {path for path, m in ctx.model.named_modules() if next(m.children(), None) is None}
+    leaves = {path for path, m in ctx.model.named_modules() if is_leaf(m)}
 
     def note(path: str, module: nn.Module, args: tuple, output: Any) -> None:
         if path in leaves and path not in order:
             order.append(path)
 
     recorder = ModuleRecorder(ctx.model, ring=1, on_output=note)
-    outcome: dict[str, Any] = {"error": None, "entered": None}
+    outcome: dict[str, Any] = {"error": None}
     with preserved(ctx.model, parameters=False), torch.no_grad():
         try:
             with recorder:
@@ -162,8 +155,6 @@ class _Snapshot:
     """Model, optimizer and RNG state at one step, to replay training from there."""
 
     def __init__(self, ctx: ProbeContext, step: int):
-        import copy
-
         self.step = step
         self.model = copy.deepcopy(ctx.model.state_dict())
         self.optimizer = copy.deepcopy(ctx.optimizer.state_dict()) if ctx.optimizer else None

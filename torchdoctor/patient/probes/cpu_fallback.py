@@ -18,15 +18,11 @@ import torch
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import (
-    can_run_loss,
-    first_line,
-    first_tensor,
-    iter_tensors,
-    never_raises,
-    preserved,
-    user_frame_of_traceback,
-)
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._errors import first_line, never_raises
+from torchdoctor.patient.probes._frames import exception_location
+from torchdoctor.patient.probes._harness import can_run_loss
+from torchdoctor.patient.probes._tensors import first_tensor, iter_tensors, map_tensors
 from torchdoctor.patient.probes.index_range import _EmbeddingInputs
 
 _INDEX_PATTERNS = (
@@ -45,16 +41,6 @@ def parse_index(message: str) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _to_cpu(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.cpu()
-    if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(_to_cpu(v) for v in obj)
-    return obj
-
-
 def on_cpu(ctx: ProbeContext) -> ProbeContext:
     """A copy of the context with model and batch on the CPU, when anything is elsewhere."""
     tensors = list(iter_tensors(ctx.batch))
@@ -63,7 +49,7 @@ def on_cpu(ctx: ProbeContext) -> ProbeContext:
     if all(t.device.type == "cpu" for t in tensors):
         return ctx
     model = copy.deepcopy(ctx.model).cpu() if ctx.model is not None else None
-    return ProbeContext(model=model, batch=_to_cpu(ctx.batch), loss_fn=ctx.loss_fn,
+    return ProbeContext(model=model, batch=map_tensors(torch.Tensor.cpu, ctx.batch), loss_fn=ctx.loss_fn,
                         num_classes=ctx.num_classes, source=ctx.source, error=ctx.error)
 
 
@@ -95,7 +81,7 @@ def cpu_fallback(ctx: ProbeContext) -> dict:
                    "reproduce here")
         return result("pass", summary, facts)
     message = first_line(str(error), 1000)
-    frame = user_frame_of_traceback(error.__traceback__)
+    frame = exception_location(error)
     facts.update(cpu_error_type=type(error).__name__, cpu_error_message=message,
                  reproduced_on_cpu=wants_cpu)
     if frame:

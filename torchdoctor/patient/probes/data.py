@@ -18,11 +18,9 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._replica import (
-    describe_error,
-    exception_location,
-)
-from torchdoctor.patient.probes._util import iter_tensors, location
+from torchdoctor.patient.probes._errors import describe_error
+from torchdoctor.patient.probes._frames import exception_location, location
+from torchdoctor.patient.probes._tensors import iter_tensors
 
 HANG_ADVICE = ("rerun with num_workers=0 to see the real error; check shared-memory limits "
                "(/dev/shm, docker --shm-size); look for a deadlock in the dataset (locks, "

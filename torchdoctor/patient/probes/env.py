@@ -11,7 +11,7 @@ import torch
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import never_raises
+from torchdoctor.patient.probes._errors import never_raises
 
 _ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "TORCHDOCTOR_DEVICE",
              "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS")

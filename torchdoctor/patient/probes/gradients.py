@@ -15,17 +15,11 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._replica import (
-    describe_error,
-    exception_location,
-    module_of,
-    plain_step,
-    replica,
-    standard_optimizer,
-    top_module,
-    user_frame,
-)
-from torchdoctor.patient.probes._util import location
+from torchdoctor.patient.probes._copies import replica, standard_optimizer
+from torchdoctor.patient.probes._errors import describe_error
+from torchdoctor.patient.probes._frames import exception_location, location, user_frame
+from torchdoctor.patient.probes._modules import module_of, top_module
+from torchdoctor.patient.probes._training_step import plain_step, total_grad_norm
 
 MAX_LISTED = 50
 GROWTH_STEPS = 3
@@ -135,9 +129,7 @@ def _norm_history(ctx: ProbeContext) -> list[float]:
     try:
         for _ in range(GROWTH_STEPS):
             plain_step(rep, optimizer)
-            grads = [p.grad.detach().float().norm() for p in rep.model.parameters()
-                     if p.grad is not None]
-            history.append(float(torch.stack(grads).norm()) if grads else 0.0)
+            history.append(total_grad_norm(rep.model))
     except Exception:  # noqa: BLE001 - the history is extra evidence; the first step stands
         return history
     return history

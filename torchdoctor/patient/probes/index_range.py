@@ -14,13 +14,11 @@ from torch import nn
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import (
-    first_tensor,
-    iter_tensors,
-    module_paths,
-    never_raises,
-    preserved,
-)
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._errors import never_raises
+from torchdoctor.patient.probes._harness import classes_out
+from torchdoctor.patient.probes._modules import module_paths
+from torchdoctor.patient.probes._tensors import first_tensor, iter_tensors
 
 _MAX_OFFENDERS = 8
 
@@ -84,13 +82,10 @@ def run_forward_watching_embeddings(ctx: ProbeContext) -> tuple[list[dict[str, A
 
 def class_count(ctx: ProbeContext, output: Any) -> int | None:
     """The classes a class-index loss would see: the output's class dim, else the harness's."""
-    if ctx.num_classes is not None:
-        return int(ctx.num_classes)
     tensor = first_tensor(output)
-    if tensor is not None and tensor.dim() >= 2:
+    if ctx.num_classes is None and tensor is not None and tensor.dim() >= 2:
         return int(tensor.shape[1])
-    last = [m for m in ctx.model.modules() if isinstance(m, nn.Linear)] if ctx.model else []
-    return int(last[-1].out_features) if last else None
+    return classes_out(ctx)
 
 
 @probe("index_range")

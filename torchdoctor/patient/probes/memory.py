@@ -21,13 +21,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._replica import (
-    describe_error,
-    exception_location,
-    replica,
-    standard_optimizer,
-)
-from torchdoctor.patient.probes._util import iter_tensors, location
+from torchdoctor.patient.probes._copies import replica, standard_optimizer
+from torchdoctor.patient.probes._errors import describe_error
+from torchdoctor.patient.probes._frames import exception_location, location
+from torchdoctor.patient.probes._tensors import iter_tensors
 
 PHASES = ("forward", "loss", "backward", "step")
 LARGEST = 5

@@ -10,7 +10,6 @@ forward, or in a hand-written loss) are checked through the op recorder.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import torch
@@ -18,27 +17,18 @@ from torch import nn
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import (
-    all_finite,
-    can_run_loss,
-    describe,
-    first_line,
-    iter_tensors,
-    module_label,
-    never_raises,
-    preserved,
-    tensor_stats,
-    user_frame,
-)
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._describe import describe, tensor_stats
+from torchdoctor.patient.probes._errors import first_line, never_raises
+from torchdoctor.patient.probes._frames import user_frame
+from torchdoctor.patient.probes._harness import can_run_loss
+from torchdoctor.patient.probes._modules import is_leaf, module_label
+from torchdoctor.patient.probes._tensors import all_finite_in, iter_tensors
 from torchdoctor.patient.probes.trace import ModuleRecorder, OpRecorder
 
 
 class _FoundNonFinite(Exception):
     """Raised from a hook to stop the forward at the first non-finite output."""
-
-
-def _finite(obj: Any) -> bool:
-    return all(all_finite(t) for t in iter_tensors(obj))
 
 
 def _stats(obj: Any) -> list[dict[str, Any]]:
@@ -57,26 +47,26 @@ class NonFiniteWatch:
 
     def module_output(self, path: str, module: nn.Module, args: tuple, output: Any) -> None:
         self.checked += 1
-        if self.found is not None or _finite(output):
+        if self.found is not None or all_finite_in(output):
             return
-        produced = _finite(args)
+        produced = all_finite_in(args)
         self.found = {
             "kind": "module", "module": path, "module_type": type(module).__name__,
             "module_label": module_label(module), "op": None, "produced": produced,
             "input_finite": produced, "stats": _stats(output), "input_stats": _stats(args),
-            "where": user_frame(sys._getframe(1)),
+            "where": user_frame(3),  # over this hook and ModuleRecorder's, to torch's call
         }
         raise _FoundNonFinite
 
     def op_output(self, name: str, args: tuple, kwargs: dict, out: Any,
                   where: dict | None) -> None:
         top = self.modules.stack[-1] if self.modules.stack else None
-        if top is not None and self._is_leaf(top):
+        if top is not None and is_leaf(self.modules.model.get_submodule(top)):
             return  # the leaf module's own output hook will look at it
         self.checked += 1
-        if self.found is not None or _finite(out):
+        if self.found is not None or all_finite_in(out):
             return
-        produced = _finite((args, kwargs))
+        produced = all_finite_in((args, kwargs))
         self.found = {
             "kind": "op", "module": top, "module_type": None, "module_label": None, "op": name,
             "produced": produced, "input_finite": produced, "stats": _stats(out),
@@ -84,17 +74,13 @@ class NonFiniteWatch:
         }
         raise _FoundNonFinite
 
-    def _is_leaf(self, path: str) -> bool:
-        module = self.modules.model.get_submodule(path) if path else self.modules.model
-        return next(module.children(), None) is None
-
 
 @probe("first_nonfinite")
 @never_raises
 def first_nonfinite(ctx: ProbeContext) -> dict:
     facts: dict[str, Any] = {"found": False, "module": None, "produced": None,
                              "input_finite": None, "stats": None, "op": None, "phase": None,
-                             "batch_finite": _finite(ctx.batch), "error": None}
+                             "batch_finite": all_finite_in(ctx.batch), "error": None}
     if ctx.model is None:
         return result("inconclusive", "no model to run", facts)
     watch = NonFiniteWatch(ctx.model)

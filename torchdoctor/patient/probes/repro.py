@@ -36,7 +36,11 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import can_run_loss, never_raises, preserved
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._errors import never_raises
+from torchdoctor.patient.probes._harness import can_run_loss
+from torchdoctor.patient.probes._modules import is_leaf
+from torchdoctor.patient.probes._tensors import all_finite_in, map_tensors
 from torchdoctor.patient.probes.trace import op_name
 
 INPUTS_FILE = "repro_inputs.pt"
@@ -163,7 +167,7 @@ def standard_constructor(module: nn.Module) -> str:
         if names != [str(i) for i in range(len(names))]:
             raise Unreproducible("a Sequential with named children is not written yet")
         return f"nn.Sequential({', '.join(standard_constructor(m) for m in module)})"
-    if not _is_standard(type(module)) or next(module.children(), None) is not None:
+    if not _is_standard(type(module)) or not is_leaf(module):
         raise Unreproducible(f"{type(module).__name__} is not a standard leaf module")
     return module_constructor(module)[0]
 
@@ -222,34 +226,14 @@ class _FailingOp(TorchFunctionMode):
         return out
 
 
-def _floats(obj: Any) -> list[torch.Tensor]:
-    if isinstance(obj, torch.Tensor):
-        return [obj] if obj.is_floating_point() else []
-    if isinstance(obj, (tuple, list)):
-        return [t for v in obj for t in _floats(v)]
-    if isinstance(obj, dict):
-        return [t for v in obj.values() for t in _floats(v)]
-    return []
-
-
 def _makes_nonfinite(out: Any, args: tuple, kwargs: dict) -> bool:
-    with torch.no_grad():
-        outputs = _floats(out)
-        if not outputs or all(bool(torch.isfinite(t).all()) for t in outputs):
-            return False
-        return all(bool(torch.isfinite(t).all()) for t in _floats((args, kwargs)))
+    """An op that turned finite inputs into NaN/Inf made it; one that passed it on did not."""
+    return not all_finite_in(out) and all_finite_in((args, kwargs))
 
 
 def _detached(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().clone()
-    if isinstance(obj, tuple):
-        return tuple(_detached(v) for v in obj)
-    if isinstance(obj, list):
-        return [_detached(v) for v in obj]
-    if isinstance(obj, dict):
-        return {k: _detached(v) for k, v in obj.items()}
-    return obj
+    """The op's arguments as they were then, safe from later in-place changes."""
+    return map_tensors(lambda t: t.detach().clone(), obj)
 
 
 class _Rerun:

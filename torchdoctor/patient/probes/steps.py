@@ -13,18 +13,17 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._replica import (
-    describe_error,
-    exception_location,
+from torchdoctor.patient.probes._copies import replica, standard_optimizer
+from torchdoctor.patient.probes._errors import describe_error
+from torchdoctor.patient.probes._frames import exception_location, location, user_frame
+from torchdoctor.patient.probes._modules import module_of
+from torchdoctor.patient.probes._tensors import all_finite, all_finite_in
+from torchdoctor.patient.probes._training_step import (
     finite,
     loss_value,
-    module_of,
     plain_step,
-    replica,
-    standard_optimizer,
-    user_frame,
+    total_grad_norm,
 )
-from torchdoctor.patient.probes._util import iter_tensors, location
 
 SEED = 0
 
@@ -38,12 +37,8 @@ class _FirstNonFinite(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if self.found is None:
-            for t in iter_tensors(out):
-                if t.is_floating_point() and t.numel() and not bool(torch.isfinite(t).all()):
-                    self.found = {"op": getattr(func, "__name__", str(func)),
-                                  "site": user_frame(2)}
-                    break
+        if self.found is None and not all_finite_in(out):
+            self.found = {"op": getattr(func, "__name__", str(func)), "site": user_frame(2)}
         return out
 
 
@@ -58,10 +53,10 @@ def _first_bad(rep: ProbeContext, loss: float | None) -> tuple[str, str | None] 
     if loss is not None and not finite(loss):
         return "loss", None
     for name, p in rep.model.named_parameters():
-        if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+        if p.grad is not None and not all_finite(p.grad):
             return "grad", name
     for name, p in rep.model.named_parameters():
-        if not bool(torch.isfinite(p).all()):
+        if not all_finite(p):
             return "param", name
     return None
 
@@ -77,9 +72,7 @@ def nonfinite_steps(ctx: ProbeContext, steps: int = 50) -> dict:
     try:
         for index in range(max(1, steps)):
             loss = step()
-            grads = [p.grad.detach().float().norm() for p in rep.model.parameters()
-                     if p.grad is not None]
-            history.append(float(torch.stack(grads).norm()) if grads else 0.0)
+            history.append(total_grad_norm(rep.model))
             bad = _first_bad(rep, loss)
             if bad is not None:
                 break

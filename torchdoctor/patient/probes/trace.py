@@ -12,7 +12,6 @@ behaviour it is meant to observe.
 from __future__ import annotations
 
 import os
-import sys
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -23,22 +22,13 @@ from torch.overrides import TorchFunctionMode, resolve_name
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
-from torchdoctor.patient.probes._util import (
-    can_run_loss,
-    describe,
-    error_facts,
-    first_line,
-    frame_info,
-    iter_tensors,
-    location,
-    module_label,
-    module_paths,
-    never_raises,
-    preserved,
-    shape,
-    user_frame,
-    user_frame_of_traceback,
-)
+from torchdoctor.patient.probes._copies import preserved
+from torchdoctor.patient.probes._describe import describe, shape
+from torchdoctor.patient.probes._errors import error_facts, first_line, never_raises
+from torchdoctor.patient.probes._frames import exception_location, frame_info, location, user_frame
+from torchdoctor.patient.probes._harness import can_run_loss
+from torchdoctor.patient.probes._modules import is_leaf, module_label, module_paths
+from torchdoctor.patient.probes._tensors import iter_tensors
 
 _METADATA_OPS = frozenset({
     "Tensor.size", "Tensor.dim", "Tensor.stride", "Tensor.numel", "Tensor.is_contiguous",
@@ -105,7 +95,7 @@ class OpRecorder(TorchFunctionMode):
         name = op_name(func)
         if name is None:
             return func(*args, **kwargs)
-        where = user_frame(sys._getframe(1))
+        where = user_frame(2)
         try:
             out = func(*args, **kwargs)
         except Exception:
@@ -151,8 +141,7 @@ class ModuleRecorder:
     """
 
     def __init__(self, model: nn.Module, ring: int = 64,
-                 on_output: Callable[[str, nn.Module, tuple, Any], None] | None = None,
-                 on_input: Callable[[str, nn.Module, tuple], None] | None = None):
+                 on_output: Callable[[str, nn.Module, tuple, Any], None] | None = None):
         self.model = model
         self.paths = module_paths(model)
         self.stack: list[str] = []
@@ -160,7 +149,6 @@ class ModuleRecorder:
         self.order: list[str] = []  # every module path in the order it finished
         self.entered_inputs: dict[str, list[dict[str, Any]]] = {}
         self.on_output = on_output
-        self.on_input = on_input
         self._handles: list[Any] = []
 
     def __enter__(self):
@@ -181,8 +169,6 @@ class ModuleRecorder:
         path = self.path(module)
         self.stack.append(path)
         self.entered_inputs[path] = [_brief(t) for t in iter_tensors(args)][:6]
-        if self.on_input is not None:
-            self.on_input(path, module, args)
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:
         path = self.path(module)
@@ -192,16 +178,12 @@ class ModuleRecorder:
         self.finished.append({
             "module": path,
             "type": type(module).__name__,
-            "leaf": next(module.children(), None) is None,
+            "leaf": is_leaf(module),
             "in": shapes(args)[:6],
             "out": shapes(output)[:4],
         })
         if self.on_output is not None:
             self.on_output(path, module, args, output)
-
-    def describe(self, path: str) -> str:
-        module = dict(self.model.named_modules()).get(path)
-        return module_label(module) if module is not None else path
 
 
 _FLATTEN_OPS = ("Tensor.view", "Tensor.reshape", "Tensor.flatten", "torch.flatten",
@@ -260,7 +242,7 @@ def _located_failure(ctx: ProbeContext, error: BaseException, phase: str,
     facts["raised"] = True
     failing_path = modules.stack[-1] if modules.stack else None
     failure = ops.failure or {}
-    where = failure.get("where") or user_frame_of_traceback(error.__traceback__)
+    where = failure.get("where") or exception_location(error)
     inputs = failure.get("inputs") or (modules.entered_inputs.get(failing_path) or [])
     named = dict(ctx.model.named_modules())
     failing_module = named.get(failing_path) if failing_path is not None else None
