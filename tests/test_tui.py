@@ -19,8 +19,9 @@ import pytest
 from torchdoctor import demo
 from torchdoctor.journal import read_events
 from torchdoctor.session import Session
+from torchdoctor.tui import build_app
 from torchdoctor.tui.app import TorchDoctorApp
-from torchdoctor.tui.doctor import Target, default_client_factory
+from torchdoctor.tui.doctor import Doctor, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
 from torchdoctor.tui.screens.intake import IntakeScreen
 from torchdoctor.tui.screens.log import LogScreen
@@ -28,6 +29,7 @@ from torchdoctor.tui.screens.modals import Ask, ErrorPanel
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACEBACK = (ROOT / "tests" / "fixtures" / "examples" / "linear_mismatch.txt").read_text()
+EMBEDDING_TRACEBACK = (ROOT / "tests" / "fixtures" / "examples" / "embedding_index.txt").read_text()
 SIZE = (100, 34)
 
 
@@ -182,6 +184,7 @@ async def test_cancel_kills_the_running_probe_and_leaves_the_ui_usable(tmp_path)
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.busy is None
+        assert any("Cancelled" in n.message for n in app._notifications)
         hyp = next(iter(app.session.state.hypotheses.values()))
         assert hyp.state == "untested" and hyp.reason == "cancelled"
         await pilot.press("n")
@@ -197,6 +200,8 @@ async def test_log_screen_reads_the_journal_and_export_says_where_it_went(tmp_pa
         assert isinstance(app.screen, LogScreen)
         text = "\n".join(line.text for line in app.screen.query_one("#log").lines)
         assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied" in text
+        assert "text=" not in text
+        assert app.session.id in str(app.screen.query_one("#log-title").render())
         assert text.count("proposed") == len(app.session.state.hypotheses)
         await pilot.press("escape", "e")
         await pilot.pause()
@@ -224,6 +229,116 @@ async def test_intake_diagnoses_a_500_line_paste(tmp_path):
         assert app.session.state.error["type"] == "RuntimeError"
         assert app.session.state.matches[0]["entry"] == "shape.linear_in_features"
         assert app.session.state.input_text.count("\n") > 500
+
+
+@synchronously
+async def test_a_resumed_session_opens_where_it_stopped_without_rerunning(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit(1)\n")
+    earlier = make_app(tmp_path, fake_factory())
+    earlier.session.record_probe({"probe": "env", "status": "pass", "summary": "torch",
+                                  "hypothesis": None, "verdict": None, "location": None,
+                                  "facts": {}})
+    earlier.session.goto("test")
+    earlier.session.close()
+    session, _ = Session.resume(earlier.session.journal.directory)
+    app = build_app(session=session, target=str(script), client_factory=fake_factory())
+    assert app.autostart is False
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.busy is None and app.phase == "test"
+        assert all(h.state == "proposed" for h in app.session.state.hypotheses.values())
+
+
+@synchronously
+async def test_a_step_that_runs_code_asks_for_a_target_instead_of_failing(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        assert "needs your code" in str(app.query_one("#next").render())
+        await pilot.press("r")
+        assert isinstance(app.screen, Ask)
+        await pilot.press(*"nothere.py", "enter")
+        assert isinstance(app.screen, ErrorPanel) and "no such script" in app.screen.body
+        await pilot.press("escape")
+        script = tmp_path / "train.py"
+        script.write_text("raise SystemExit(1)\n")
+        await pilot.press("r")
+        app.screen.query_one("#ask-input").value = str(script)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.doctor.target.script == str(script)
+        first = next(iter(app.session.state.hypotheses.values()))
+        assert first.evidence and first.evidence[-1]["probe"] == "trace"
+
+
+@synchronously
+async def test_a_new_error_on_the_intake_gets_its_own_session(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False)
+    first_session = app.session
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("i")
+        app.screen.query_one("#paste").load_text(EMBEDDING_TRACEBACK)
+        await pilot.press("ctrl+d")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.id != first_session.id and app.doctor.session is app.session
+        assert app.session.state.error["type"] == "IndexError"
+        assert all(key.startswith("index.") for key in app.session.state.hypotheses)
+        assert app.phase == "gather"  # nothing to rerun: the pasted error is the first fact
+    earlier, _ = read_events(first_session.journal.path)
+    assert earlier[-1]["type"] == "close" or any(e["type"] == "matches" for e in earlier)
+
+
+@synchronously
+async def test_hypothesis_tables_fit_80_columns_with_whole_states(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3", "y")
+        table = app.query_one("#hyp-table")
+        state, probe = table.ordered_columns[1], table.ordered_columns[2]
+        assert state.get_render_width(table) >= len("confirmed") + 2
+        assert str(probe.label) == "probe"
+        assert sum(c.get_render_width(table) for c in table.ordered_columns) \
+            <= table.scrollable_content_region.width
+
+
+@synchronously
+async def test_phase_keys_stay_with_the_phases_under_another_screen(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("l")
+        assert isinstance(app.screen, LogScreen)
+        await pilot.press("n", "r")
+        assert app.phase == "reproduce" and app.busy is None
+        assert isinstance(app.screen, LogScreen)
+
+
+@synchronously
+async def test_the_exported_report_path_stays_on_screen(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.exported
+        assert app.exported in str(app.query_one("#next").render())
+        await pilot.press("n")  # the next phase's own guidance takes the line back
+        assert app.exported not in str(app.query_one("#next").render())
+
+
+def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):
+    session = Session.start(tmp_path / "sessions")
+    harness = f"{ROOT / 'tests' / 'zoo' / 'silent' / 'missing_step.py'}:harness"
+    doctor = Doctor(session, Target(harness=harness), default_client_factory(str(ROOT)))
+    try:
+        doctor.diagnose_text("loss stays at 2.30 with 10 classes", "symptom")
+        outcome = doctor.reproduce()
+    finally:
+        doctor.close()
+        session.close()
+    assert outcome["same"] is True and "silent symptom" in outcome["detail"]
+    assert "reproduce" in session.state.completed
 
 
 @pytest.mark.slow

@@ -77,6 +77,7 @@ class TorchDoctorApp(App[int]):
         self._busy_since = 0.0
         self.verify_detail = ""
         self.exported: str | None = None
+        self.report_note: str | None = None  # the report path, shown until the next move
         self._shown_key: str | None = None
         self.selected_row = 0
 
@@ -152,7 +153,7 @@ class TorchDoctorApp(App[int]):
             f"{PHASE_TITLES[state.phase]}: {PHASE_PURPOSE[state.phase]}")
         self.main_screen.query_one("#next", Label).update(
             "→ " + views.needs_next(state, state.phase, self.doctor.target is not None,
-                                    self.exported))
+                                    self.report_note))
         self.main_screen.query_one(ContentSwitcher).current = state.phase
         target = self.doctor.target.label if self.doctor.target else None
         self.main_screen.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
@@ -263,6 +264,7 @@ class TorchDoctorApp(App[int]):
 
     def action_goto(self, phase: str) -> None:
         if phase != self.phase:
+            self.report_note = None
             self.session.goto(phase)
             self.refresh_all()
         table = {"hypothesize": "#hyp-table", "test": "#test-table"}.get(phase)
@@ -497,7 +499,7 @@ class TorchDoctorApp(App[int]):
                              self.doctor.kb_dirs)
         self.selected_row = 0
         self.verify_detail = ""
-        self.exported = None
+        self.exported = self.report_note = None
         self.demo_fixed = False
         old.close()
         self.sub_title = f"session {self.session.id}"
@@ -517,9 +519,10 @@ class TorchDoctorApp(App[int]):
         except (OSError, ValueError) as exc:
             self.push_screen(ErrorPanel("Could not write the report", str(exc)))
             return
-        self.exported = str(path)
+        self.exported = self.report_note = str(path)
         self.session.note(f"exported the report to {path}")
         self.notify(f"Report written to {path}", timeout=10)
+        self.refresh_all()
 
     def action_copy_traceback(self) -> None:
         text = self.session.state.input_text

@@ -99,6 +99,9 @@ class BisectScreen(Screen[None]):
         if order:
             table.move_cursor(row=min(max(row, 0), len(order) - 1))
         lines: list[Any] = []
+        if self.lo > 0 or self.hi >= 0:
+            last = f"#{self.hi + 1}" if self.hi >= 0 else f"#{len(order)}"
+            lines.append(Text(f"your cut: searching #{self.lo + 1}–{last}", style="bold cyan"))
         if not order:
             lines.append(Text(self.summary or "The bisect probe found nothing to bisect."))
         for step in steps[: self.shown]:
@@ -125,11 +128,14 @@ class BisectScreen(Screen[None]):
         for probe in reversed(self.doctor.session.state.probes):
             facts = probe.get("facts") or {}
             if probe.get("probe") == "trace" and facts.get("input_shapes"):
-                text.append(f"input reaching it: {facts.get('input_shapes')} "
-                            f"{facts.get('input_dtypes') or ''}; fed by "
-                            f"{facts.get('feeding_module')} {facts.get('feeding_shape') or ''}")
+                dtype = str((facts.get("input_dtypes") or [""])[0]).replace("torch.", "")
+                text.append(f"input reaching it: {_dims(facts['input_shapes'][0])} {dtype}")
+                if facts.get("feeding_module"):
+                    text.append(f", from {facts['feeding_module']} "
+                                f"{_dims(facts.get('feeding_shape'))}")
+                text.append("\n")
                 break
-        text.append(f"\n{self.facts.get('runs')} runs (budget {self.facts.get('max_runs')})",
+        text.append(f"{self.facts.get('runs')} runs (budget {self.facts.get('max_runs')})",
                     style="dim")
         return text
 
@@ -156,3 +162,10 @@ class BisectScreen(Screen[None]):
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.action_accept()
+
+
+def _dims(shape: Any) -> str:
+    """``[16, 57600]`` as ``16×57600``, the way the error message writes it."""
+    if not isinstance(shape, (list, tuple)):
+        return str(shape or "")
+    return "×".join(str(n) for n in shape)

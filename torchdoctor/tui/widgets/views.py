@@ -34,10 +34,10 @@ NEEDS_TARGET = "give a script or a harness (file.py:make) with r, or on the inta
 
 
 def needs_next(state: SessionState, phase: str, has_target: bool,
-               exported: str | None = None) -> str:
-    """One line: what the current phase still needs from the person."""
-    if exported:
-        return f"Report written to {exported}"
+               report: str | None = None) -> str:
+    """One line: what the current phase still needs from the person (or where the report went)."""
+    if report:
+        return f"Report written to {report}"
     if not has_target and phase in ("reproduce", "test", "fix"):
         what = {"reproduce": "Rerunning", "test": "Testing a hypothesis",
                 "fix": "Verifying a fix"}[phase]
