@@ -53,7 +53,8 @@ CASES = [
     ZooCase("inplace_saved", "autograd.inplace_modified", "inplace_activation", "BUG",
             module="block"),
     ZooCase("view_permute", "shape.view_noncontiguous", "after_permute", "BUG"),
-    ZooCase("wrong_channels", "shape.conv_channels", "grayscale_vs_rgb", "RAISES"),
+    ZooCase("wrong_channels", "shape.conv_channels", "grayscale_vs_rgb", "RAISES",
+            module="conv1"),
     ZooCase("backward_twice", "autograd.backward_twice", "shared_subgraph_two_losses", "BUG"),
     ZooCase("nan_log", "numerics.nan_loss", "unstable_op_in_this_batch", "BUG"),
     ZooCase("device_mismatch", "device.mixed_devices", "batch_not_moved", "RAISES",
@@ -186,3 +187,14 @@ def test_the_text_says_what_where_and_the_fix_in_a_few_lines():
     assert f"flatten_linear.py:{marker_line(ZOO / 'flatten_linear.py', 'RAISES')}" in text
     assert any(line.strip().startswith("fix:") and "57600" in line for line in lines), text
     assert len(lines) <= 12, text
+
+
+@pytest.mark.slow
+def test_a_confirmed_finding_shows_the_facts_that_decided_it():
+    """The census confirms the channel mismatch: its evidence says channels, not a census."""
+    proc = run_cli(ZOO / "wrong_channels.py", as_json=False)
+    text = proc.stdout
+    evidence = next(line for line in text.splitlines() if line.strip().startswith("evidence"))
+    assert "3 channels" in evidence and "`conv1`" in evidence and "expects 1" in evidence
+    assert "parameters 4" not in text
+    assert "where: module conv1" in text

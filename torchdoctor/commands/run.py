@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -212,9 +213,10 @@ def print_text(outcome: dict) -> None:
         hyp = hypotheses.get(finding["hypothesis"], {})
         print(f"confirmed: {hyp.get('statement') or finding['hypothesis']}")
         print(f"  evidence ({finding['probe']}): {finding['summary']}")
-        if finding.get("evidence"):
+        unstated = _unstated_evidence(finding)
+        if unstated:
             print("  decided by: " + ", ".join(f"{name} = {value}"
-                                              for name, value in finding["evidence"].items()))
+                                              for name, value in unstated.items()))
         where = describe_location(finding.get("location"))
         if where:
             print(f"  where: {where}")
@@ -240,6 +242,21 @@ def print_text(outcome: dict) -> None:
             print(f"    {_shorten(statement, 106)}")
     if outcome.get("session"):
         print(f"report and verified repro: torchdoctor report {outcome['session']}")
+
+
+def _unstated_evidence(finding: dict) -> dict:
+    """The deciding facts, when the probe's summary quotes none of them; else nothing.
+
+    A summary that already says "targets span 1..10 but there are 10 classes" is
+    the evidence; repeating "one_based = True" under it is noise. Flags (true/false)
+    are the probe's own conclusion, never evidence the reader can check.
+    """
+    values = {name: value for name, value in (finding.get("evidence") or {}).items()
+              if not isinstance(value, bool)}
+    summary = finding.get("summary") or ""
+    quoted = any(re.search(rf"(?<!\w)(?<!\d\.){re.escape(str(value))}(?!\w)", summary)
+                 for value in values.values())
+    return {} if quoted else values
 
 
 def _hypotheses_by_id(matches: list[dict]) -> dict[str, dict]:

@@ -121,13 +121,37 @@ def census(ctx: ProbeContext) -> dict:
         integer_target and classes is not None and target.numel()
         and (facts["target_min"] < 0 or facts["target_max"] >= classes))
     _devices_and_dtypes(facts, inputs, targets, params, buffers)
-    problems, oddities = _judge(ctx, facts, target)
+    facts["first_conv"] = first_conv(model)
+    # Only a forward that fails can blame the channels: a model that transposes its input
+    # before the first conv (text through Conv1d) runs fine and must raise no alarm.
+    forward_failed = ctx.error is not None or forward_error is not None
+    mismatch = _input_channels_mismatch(facts) if forward_failed else None
+    problems, oddities = _judge(ctx, facts, target, mismatch)
     facts["problems"], facts["oddities"] = problems, oddities
     status = "fail" if problems else "warn" if oddities else "pass"
     head = f"parameters {facts['parameters']['text']}; {'train' if facts['training'] else 'eval'}"
     head += " mode" if model is not None else ""
     summary = "; ".join(problems or oddities) if (problems or oddities) else head
-    return result(status, summary, facts)
+    return result(status, summary, facts, {"module": mismatch[1]["module"]} if mismatch else None)
+
+
+def first_conv(model: nn.Module | None) -> dict[str, Any] | None:
+    """The first convolution in the model's order: the layer that reads the data's channels."""
+    if model is None:
+        return None
+    for name, module in model.named_modules():
+        if isinstance(module, nn.modules.conv._ConvNd):
+            return {"module": name, "type": type(module).__name__,
+                    "in_channels": module.in_channels, "dims": len(module.kernel_size)}
+    return None
+
+
+def _input_channels_mismatch(facts: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """(the inputs' channels, the first conv) when the two disagree, else None."""
+    conv, shape = facts.get("first_conv"), (facts.get("inputs") or {}).get("shape")
+    if not conv or not isinstance(shape, list) or len(shape) != conv["dims"] + 2:
+        return None
+    return (shape[1], conv) if shape[1] != conv["in_channels"] else None
 
 
 def _devices_and_dtypes(facts: dict[str, Any], inputs: Any, targets: Any,
@@ -151,8 +175,8 @@ def _devices_and_dtypes(facts: dict[str, Any], inputs: Any, targets: Any,
     facts["mixed_dtypes"] = len(float_dtypes) > 1
 
 
-def _judge(ctx: ProbeContext, facts: dict[str, Any],
-           target: torch.Tensor | None) -> tuple[list[str], list[str]]:
+def _judge(ctx: ProbeContext, facts: dict[str, Any], target: torch.Tensor | None,
+           mismatch: tuple[int, dict[str, Any]] | None) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     oddities: list[str] = []
     if facts["mixed_devices"]:
@@ -161,6 +185,11 @@ def _judge(ctx: ProbeContext, facts: dict[str, Any],
     if facts["mixed_dtypes"]:
         kinds = ", ".join(f"{'/'.join(v)} {k}" for k, v in facts["dtypes"].items())
         problems.append(f"floating dtypes differ: {kinds}")
+    if mismatch:
+        channels, conv = mismatch
+        problems.append(f"the inputs carry {channels} channels in dimension 1 but the first "
+                        f"convolution `{conv['module']}` ({conv['type']}) expects "
+                        f"{conv['in_channels']}")
     if facts["label_out_of_range"]:
         problems.append(f"labels span {facts['target_min']}..{facts['target_max']} but the "
                         f"model emits {facts['classes_out']} classes (valid 0.."
