@@ -132,3 +132,8 @@ def location(module: str | None = None, op: str | None = None,
         "file": site.get("file") if site else None,
         "line": site.get("line") if site else None,
     }
+
+
+def file_name(path: str) -> str:
+    """A frame's file without its folders: a summary names the place in one short line."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]

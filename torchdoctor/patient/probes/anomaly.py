@@ -22,7 +22,7 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._copies import preserved
 from torchdoctor.patient.probes._describe import shape
 from torchdoctor.patient.probes._errors import error_facts, first_line, never_raises
-from torchdoctor.patient.probes._frames import DOCTOR, USER, file_kind, frame_info
+from torchdoctor.patient.probes._frames import DOCTOR, USER, file_kind, file_name, frame_info
 from torchdoctor.patient.probes._harness import can_run_loss
 from torchdoctor.patient.probes._tensors import first_tensor
 from torchdoctor.patient.probes.trace import ModuleRecorder, OpRecorder, is_inplace
@@ -205,7 +205,7 @@ def anomaly_rerun(ctx: ProbeContext) -> dict:
     summary = f"{facts['error_type']}: {first_line(facts['error_message'], 140)}"
     if frame is not None:
         summary = (f"{run.node or 'the failing op'} was built by `{frame['code']}` at "
-                   f"{_base(frame['file'])}:{frame['line']} in {frame['function']}"
+                   f"{file_name(frame['file'])}:{frame['line']} in {frame['function']}"
                    + (f" (module {facts['module']})" if facts["module"] else "")
                    + f" — {summary}")
         loc = {"module": facts["module"], "op": run.node, "file": frame["file"],
@@ -219,7 +219,7 @@ def _shared_graph_result(facts: dict[str, Any]) -> dict:
     shared = facts["shared_graph"]
     a, b = shared["tensors"]
     summary = (f"one backward runs clean; in the failure, the graphs of `{a}` and `{b}` meet at"
-               f" {shared['node']}, so the backward at {_base(shared['file'])}:{shared['line']}"
+               f" {shared['node']}, so the backward at {file_name(shared['file'])}:{shared['line']}"
                f" (`{shared['code']}`) walked into the part the first backward freed")
     loc = {"module": None, "op": shared["node"], "file": shared["file"], "line": shared["line"]}
     return result("fail", summary, facts, loc)
@@ -275,11 +275,11 @@ def inplace_finder(ctx: ProbeContext) -> dict:
     info = frame_info(culprit["file"], culprit["line"], culprit["function"])
     facts.update(found=True, op=culprit["op"], file=culprit["file"], line=culprit["line"],
                  code=info["code"], function=culprit["function"], module=culprit["module"])
-    summary = (f"`{info['code']}` ({culprit['op']}) at {_base(culprit['file'])}:"
+    summary = (f"`{info['code']}` ({culprit['op']}) at {file_name(culprit['file'])}:"
                f"{culprit['line']} modifies the {parsed['tensor_shape']} tensor that "
                f"{parsed['producing_op']} saved")
     if saver is not None:
-        summary += f" at {_base(saver['file'])}:{saver['line']} (`{saver['code']}`)"
+        summary += f" at {file_name(saver['file'])}:{saver['line']} (`{saver['code']}`)"
     loc = {"module": culprit["module"], "op": culprit["op"], "file": culprit["file"],
            "line": culprit["line"]}
     return result("fail", summary, facts, loc)
@@ -295,7 +295,3 @@ def _match_inplace(run: AnomalyRun, tensor_shape: list[int],
                  and (op["file"], op["line"]) != (saver["file"], saver["line"])]
         candidates = after or candidates
     return candidates[0] if candidates else None
-
-
-def _base(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]

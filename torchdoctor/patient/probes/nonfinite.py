@@ -20,7 +20,7 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._copies import preserved
 from torchdoctor.patient.probes._describe import describe, tensor_stats
 from torchdoctor.patient.probes._errors import first_line, never_raises
-from torchdoctor.patient.probes._frames import user_frame
+from torchdoctor.patient.probes._frames import file_name, user_frame
 from torchdoctor.patient.probes._harness import can_run_loss
 from torchdoctor.patient.probes._modules import is_leaf, module_label
 from torchdoctor.patient.probes._tensors import all_finite_in, iter_tensors
@@ -117,7 +117,7 @@ def first_nonfinite(ctx: ProbeContext) -> dict:
     summary = (f"{name}{inside} {verb} non-finite values during the {watch.phase} "
                f"(nan={counts.get('nan')}, inf={counts.get('inf')})")
     if where:
-        summary += f" at {where['file'].rsplit('/', 1)[-1]}:{where['line']} (`{where['code']}`)"
+        summary += f" at {file_name(where['file'])}:{where['line']} (`{where['code']}`)"
     loc = {"module": found["module"], "op": found["op"],
            "file": facts["file"], "line": facts["line"]}
     return result("fail", summary, facts, loc)

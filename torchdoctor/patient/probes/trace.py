@@ -11,7 +11,6 @@ behaviour it is meant to observe.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +24,13 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._copies import preserved
 from torchdoctor.patient.probes._describe import describe, shape
 from torchdoctor.patient.probes._errors import error_facts, first_line, never_raises
-from torchdoctor.patient.probes._frames import exception_location, frame_info, location, user_frame
+from torchdoctor.patient.probes._frames import (
+    exception_location,
+    file_name,
+    frame_info,
+    location,
+    user_frame,
+)
 from torchdoctor.patient.probes._harness import can_run_loss
 from torchdoctor.patient.probes._modules import is_leaf, module_label, module_paths
 from torchdoctor.patient.probes._tensors import iter_tensors
@@ -316,7 +321,7 @@ def _summary(facts: dict[str, Any], phase: str) -> str:
     what = facts["failing_op"] or facts["error_type"]
     where = ""
     if facts["failing_file"]:
-        where = f" at {_short(facts['failing_file'])}:{facts['failing_line']}"
+        where = f" at {file_name(facts['failing_file'])}:{facts['failing_line']}"
         if facts.get("failing_function"):
             where += f" in {facts['failing_function']}"
     inside = f" in {facts['failing_module']}" if facts["failing_module"] else ""
@@ -332,7 +337,3 @@ def _summary(facts: dict[str, Any], phase: str) -> str:
     elif not facts["input_shapes"]:
         summary += f": {first_line(facts['error_message'], 120)}"
     return summary
-
-
-def _short(path: str) -> str:
-    return os.path.basename(path)
