@@ -198,3 +198,11 @@ def test_a_confirmed_finding_shows_the_facts_that_decided_it():
     assert "3 channels" in evidence and "`conv1`" in evidence and "expects 1" in evidence
     assert "parameters 4" not in text
     assert "where: module conv1" in text
+
+
+@pytest.mark.slow
+def test_a_shape_in_a_statement_reads_as_a_shape(outcomes):
+    match = outcomes["inplace_saved"][1]["matches"][0]
+    statement = next(h["statement"] for h in match["hypotheses"]
+                     if h["id"] == "inplace_activation")
+    assert f"The [{match['fields']['shape']}] tensor" in statement, statement
