@@ -23,7 +23,7 @@ class ErrorPanel(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="error-panel", classes="modal"):
-            yield Label(self.title_text, classes="modal-title")
+            yield Label(self.title_text, classes="modal-title", markup=False)
             yield Static(self.body, id="error-text", markup=False)
             yield Button("Close", id="error-close", variant="primary")
 
@@ -43,7 +43,7 @@ class Ask(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="modal"):
-            yield Label(self.question, classes="modal-title")
+            yield Label(self.question, classes="modal-title", markup=False)
             yield Input(placeholder=self.placeholder, id="ask-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -30,7 +30,7 @@ def done_phases(state: SessionState) -> set[str]:
     return done
 
 
-NEEDS_TARGET = "give a script or a harness (file.py:make) with r, or on the intake (i)"
+NEEDS_TARGET = "press r to name a script or a harness (file.py:make)"
 
 
 def needs_next(state: SessionState, phase: str, has_target: bool,
@@ -41,7 +41,7 @@ def needs_next(state: SessionState, phase: str, has_target: bool,
     if not has_target and phase in ("reproduce", "test", "fix"):
         what = {"reproduce": "Rerunning", "test": "Testing a hypothesis",
                 "fix": "Verifying a fix"}[phase]
-        skip = "; or read on with n" if phase != "fix" else ""
+        skip = "; or n to read on" if phase != "fix" else ""
         return f"{what} needs your code: {NEEDS_TARGET}{skip}."
     if phase == "reproduce":
         if "reproduce" in state.completed:
