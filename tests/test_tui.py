@@ -19,7 +19,7 @@ import pytest
 from torchdoctor import demo
 from torchdoctor.journal import read_events
 from torchdoctor.session import Session
-from torchdoctor.tui import build_app
+from torchdoctor.tui import build_app, run_outcome_session
 from torchdoctor.tui.app import TorchDoctorApp
 from torchdoctor.tui.doctor import Doctor, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
@@ -258,6 +258,7 @@ async def test_a_step_that_runs_code_asks_for_a_target_instead_of_failing(tmp_pa
         assert "needs your code" in str(app.query_one("#next").render())
         await pilot.press("r")
         assert isinstance(app.screen, Ask)
+        assert "train.py [args]" in str(app.screen.query_one(".modal-title").render())
         await pilot.press(*"nothere.py", "enter")
         assert isinstance(app.screen, ErrorPanel) and "no such script" in app.screen.body
         await pilot.press("escape")
@@ -325,6 +326,19 @@ async def test_the_exported_report_path_stays_on_screen(tmp_path):
         assert app.exported in str(app.query_one("#next").render())
         await pilot.press("n")  # the next phase's own guidance takes the line back
         assert app.exported not in str(app.query_one("#next").render())
+
+
+def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose
+
+    diagnosis = diagnose(EMBEDDING_TRACEBACK, load_knowledge()).to_dict()
+    session = run_outcome_session({"target": "embed.py", "argv": [],
+                                   "error": diagnosis["error"], "matches": diagnosis["matches"],
+                                   "findings": []})
+    session.close()
+    assert session.state.phase == "gather"
+    assert "reproduce" in session.state.completed and session.state.reproductions
 
 
 def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):

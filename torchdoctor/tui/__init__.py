@@ -51,16 +51,24 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
 
 def open_run_outcome(outcome: dict) -> int:
     """``torchdoctor run SCRIPT`` in a terminal: open at the captured failure, findings in."""
+    return open_app(session=run_outcome_session(outcome), script=outcome.get("target"),
+                    argv=outcome.get("argv"), autostart=False)
+
+
+def run_outcome_session(outcome: dict) -> Any:
+    """A session holding what ``run`` found: the failure, its matches, the probes' findings."""
     from torchdoctor.session import Session
 
     session = Session.start(kind="run", target=outcome.get("target"), argv=outcome.get("argv"))
     session.record_diagnosis({"error": outcome.get("error"), "matches": outcome.get("matches")
                               or []})
+    if outcome.get("error"):  # run ran the script and caught it: that is the reproduction
+        session.record_reproduction(True, outcome["error"], None,
+                                    "captured while torchdoctor run ran the script")
     for finding in outcome.get("findings") or []:
         session.record_probe(finding)
     session.goto("test" if outcome.get("findings") else "gather")
-    return open_app(session=session, script=outcome.get("target"), argv=outcome.get("argv"),
-                    autostart=False)
+    return session
 
 
 def _target(target: str | None, script: str | None, argv: list[str] | None, cls: Any) -> Any:
