@@ -26,6 +26,7 @@ from torchdoctor.tui.screens.bisect import BisectScreen
 from torchdoctor.tui.screens.intake import IntakeScreen
 from torchdoctor.tui.screens.log import LogScreen
 from torchdoctor.tui.screens.modals import Ask, ErrorPanel
+from torchdoctor.tui.widgets import views
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACEBACK = (ROOT / "tests" / "fixtures" / "examples" / "linear_mismatch.txt").read_text()
@@ -353,6 +354,8 @@ def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):
         session.close()
     assert outcome["same"] is True and "silent symptom" in outcome["detail"]
     assert "reproduce" in session.state.completed
+    shown = plain(views.reproduce_view(session.state, harness))
+    assert "✓ runs" in shown and "the symptom" in shown and "same error" not in shown
 
 
 @pytest.mark.slow

@@ -76,8 +76,12 @@ def error_view(error: dict | None, input_text: str | None) -> RenderableType:
     table = Table.grid(padding=(0, 1))
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    table.add_row("type", str(error.get("type") or "(symptom)"))
-    table.add_row("message", str(error.get("message") or ""))
+    symptom = not error.get("type")
+    if symptom:
+        table.add_row("symptom", str(error.get("message") or ""))
+    else:
+        table.add_row("type", str(error["type"]))
+        table.add_row("message", str(error.get("message") or ""))
     if error.get("phase"):
         table.add_row("phase", str(error["phase"]))
     frame = error.get("user_frame")
@@ -88,7 +92,8 @@ def error_view(error: dict | None, input_text: str | None) -> RenderableType:
         if frame.get("code"):
             parts.append(Syntax(str(frame["code"]), "python", line_numbers=True,
                                 start_line=int(frame.get("line") or 1), word_wrap=True))
-    return Panel(Group(*parts), title="the error", title_align="left")
+    return Panel(Group(*parts), title="the symptom" if symptom else "the error",
+                 title_align="left")
 
 
 def reproduce_view(state: SessionState, target_label: str | None) -> RenderableType:
@@ -97,7 +102,12 @@ def reproduce_view(state: SessionState, target_label: str | None) -> RenderableT
     if not state.reproductions:
         parts.append(Text("Not rerun yet.", style="dim"))
     for number, run in enumerate(state.reproductions, 1):
-        mark = ("✓ same error", "green") if run.get("same") else ("✗ not the same", "red")
+        if not run.get("same"):
+            mark = ("✗ not the same", "red")
+        elif run.get("error"):
+            mark = ("✓ same error", "green")
+        else:  # a silent symptom: the target ran, which is all a rerun can show
+            mark = ("✓ runs", "green")
         parts.append(Text.assemble((f"run {number} ", "bold"), (f"seed {run.get('seed')}  ",),
                                    mark, f"  {run.get('detail') or ''}"))
     parts.append(error_view(state.error, state.input_text))
