@@ -178,3 +178,10 @@ def test_one_error_that_stops_every_check_is_told_once():
     assert any(line.startswith("✗ grad_flow") and "the same error as loss_at_init" in line
                for line in lines)
     assert "3 checks: 0 failed, 0 warned, 3 could not run" in proc.stdout
+
+
+def test_modules_left_in_eval_mode_are_named_with_their_kind():
+    status, report = check("eval_mode_left_on", "--only", "loop_order")
+    assert status == 1
+    summary = report["findings"][0]["summary"]
+    assert "(BatchNorm1d)" in summary and "(Dropout)" in summary, summary

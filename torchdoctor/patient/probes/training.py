@@ -149,9 +149,11 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
     if eval_at is not None:
         site = loop.eval_sites[-1] if loop.eval_sites else None
         module = eval_at.eval_modules[0] if eval_at.eval_modules else ""
-        what = ", ".join(eval_at.eval_modules[:3]) or "the model"
-        return result("fail", f"training runs in eval mode ({what}): dropout is off and "
-                      "batch-norm statistics are frozen", facts,
+        kinds = {name: type(m).__name__ for name, m in rep.model.named_modules()}
+        what = ", ".join(f"`{name}` ({kinds[name]})" if name in kinds else f"`{name}`"
+                         for name in eval_at.eval_modules[:3])
+        return result("fail", f"training runs with {what or 'the whole model'} in eval mode: "
+                      "dropout is off and batch-norm statistics are frozen", facts,
                       location(module=module, op="eval", site=site))
     if not backwards:
         return result("warn", "train_step never called backward()", facts)
@@ -353,7 +355,12 @@ def output_head(ctx: ProbeContext) -> dict:
         return result("warn", "log_softmax before CrossEntropyLoss is redundant (harmless)",
                       facts, location(module=head_name, op="log_softmax", site=act_site))
     return result("pass", f"output head of width {facts['head_width']} matches the loss "
-                  f"({', '.join(sorted(losses)) or type(rep.loss_fn).__name__})", facts)
+                  f"({', '.join(sorted(losses)) or _loss_name(rep.loss_fn)})", facts)
+
+
+def _loss_name(loss_fn: Any) -> str:
+    """'MSELoss' for a module, 'bce' for a plain function: never the word 'function'."""
+    return getattr(loss_fn, "__name__", None) or type(loss_fn).__name__
 
 
 def _low(loss: float, initial: float) -> bool:
