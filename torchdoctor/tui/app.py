@@ -476,6 +476,9 @@ class TorchDoctorApp(App[int]):
     def action_intake(self) -> None:
         from torchdoctor.tui.screens.intake import IntakeScreen
 
+        if self.busy:  # a new input may start a new session under the running step
+            self.notify("Still working; esc cancels, then i.", severity="warning")
+            return
         self.push_screen(IntakeScreen(self.doctor), self._intake_done)
 
     def _intake_done(self, result: dict | None) -> None:

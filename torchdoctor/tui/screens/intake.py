@@ -73,7 +73,7 @@ class IntakeScreen(Screen[dict | None]):
         yield Label("…or no traceback: pick a symptom", classes="screen-title")
         yield OptionList(*SYMPTOMS, id="symptoms")
         with Horizontal(classes="row"):
-            yield Input(placeholder="target (optional): train.py [args] or file.py:make",
+            yield Input(placeholder="optional: train.py [args] or file.py:make",
                         id="target", suggester=PathSuggester())
             yield Button("Check it loads", id="check")
             yield Button("Diagnose", id="diagnose", variant="primary")
