@@ -181,6 +181,8 @@ async def test_cancel_kills_the_running_probe_and_leaves_the_ui_usable(tmp_path)
         await pilot.press("4", "r")
         await pilot.pause(0.2)
         assert app.busy
+        await pilot.press("i")  # no new input (and session) under a running step
+        assert not isinstance(app.screen, IntakeScreen)
         await pilot.press("escape")
         await app.workers.wait_for_complete()
         await pilot.pause()

@@ -23,3 +23,10 @@ def test_the_demo_reaches_a_verified_fix_in_a_small_terminal():
     assert "mat1 and mat2" in screens[0] or "57600" in screens[0]
     assert "fc1" in screens[5]
     assert "✓ verified" in screens[-1]
+
+
+def test_a_bare_start_diagnoses_a_paste_and_asks_for_a_target_to_test():
+    intake, gather, asked = load_driver().bare_start(80, 24)
+    assert "…or no traceback: pick a symptom" in intake
+    assert "57600 = 64 × 30 × 30" in gather
+    assert "needs your code" in asked or "train.py [args]" in asked

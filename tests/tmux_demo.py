@@ -78,6 +78,31 @@ def walk(width: int = 100, height: int = 30) -> list[str]:
     return screens
 
 
+def bare_start(width: int = 80, height: int = 24) -> list[str]:
+    """``torchdoctor`` alone: paste a traceback, diagnose, and ask to test without a target."""
+    folder = tempfile.mkdtemp(prefix="td-bare-")
+    command = (f"cd {shlex.quote(folder)} && PYTHONPATH={shlex.quote(str(ROOT))} "
+               f"{shlex.quote(sys.executable)} -m torchdoctor")
+    traceback = ROOT / "tests" / "fixtures" / "examples" / "linear_mismatch.txt"
+    tmux = Tmux(width, height, command)
+    screens = []
+    try:
+        screens.append(tmux.wait_for("Paste a traceback", 30))
+        subprocess.run(["tmux", "load-buffer", str(traceback)], check=True)
+        subprocess.run(["tmux", "paste-buffer", "-p", "-t", tmux.name], check=True)
+        tmux.wait_for("cannot be multiplied", 10)
+        tmux.keys("C-d")
+        screens.append(tmux.wait_for("the numbers, explained", 30))
+        tmux.keys("4", "r")
+        screens.append(tmux.wait_for("Give a script", 10))
+        tmux.keys("Escape")
+        time.sleep(0.5)
+        tmux.keys("q")
+    finally:
+        tmux.close()
+    return screens
+
+
 if __name__ == "__main__":
     size = [int(n) for n in sys.argv[1:3]] or [100, 30]
     for screen in walk(*size):
