@@ -331,6 +331,18 @@ async def test_the_exported_report_path_stays_on_screen(tmp_path):
         assert app.exported not in str(app.query_one("#next").render())
 
 
+@synchronously
+async def test_a_paste_only_fix_phase_shows_the_leading_fix_readably(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("5")
+        shown = plain(app.query_one("#fix-view").content)
+    assert "its fix: Make in_features follow the data" in shown
+    # Too narrow for two columns of code: before and after stack, each line whole.
+    assert "│ before" in shown and "│ after" in shown
+    assert "self.fc = nn.Linear(9216, 128)" in shown
+
+
 def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
     from torchdoctor.knowledge import load_knowledge
     from torchdoctor.match import diagnose

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -218,8 +218,17 @@ def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, s
              demo_applied: bool, verify_detail: str = "") -> RenderableType:
     parts: list[RenderableType] = []
     if hyp is None:
-        parts.append(Text("No hypothesis confirmed yet: the fix follows from the cause "
-                          "(test one first).", style="dim"))
+        parts.append(Text("No hypothesis confirmed yet: the fix follows from the cause. Test "
+                          "one (4, then r), or confirm one you know holds (y).", style="dim"))
+        leading = next((h for h in state.hypotheses.values()
+                        if h.state not in ("rejected", "error") and (h.fix or {}).get("summary")),
+                       None)
+        if leading is not None:  # a paste-only session still learns what the fix would be
+            fix = leading.fix or {}
+            parts.append(Text.assemble(("if the leading hypothesis holds: ", "bold"),
+                                       leading.statement))
+            parts.append(Text.assemble(("its fix: ", "bold"), fix["summary"]))
+            parts.extend(_before_after(fix.get("before"), fix.get("after"), "the pattern"))
     else:
         parts.append(Text.assemble(("cause: ", "bold"), hyp.statement))
         fix: dict[str, Any] = hyp.fix or {}
@@ -240,14 +249,37 @@ def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, s
 def _before_after(before: str | None, after: str | None, title: str) -> list[RenderableType]:
     if not before and not after:
         return []
-    from rich.syntax import Syntax
+    return [Panel(BeforeAfter((before or "").rstrip(), (after or "").rstrip()), title=title,
+                  title_align="left")]
 
-    table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
-    table.add_column("before", ratio=1)
-    table.add_column("after", ratio=1)
-    table.add_row(Syntax((before or "").rstrip(), "python", word_wrap=True),
-                  Syntax((after or "").rstrip(), "python", word_wrap=True))
-    return [Panel(table, title=title, title_align="left")]
+
+class BeforeAfter:
+    """Before and after side by side when both lines fit, one above the other when not.
+
+    Decided at render time from the width Rich offers, because at 80 columns
+    two columns of code wrap every line into unreadable pieces.
+    """
+
+    def __init__(self, before: str, after: str) -> None:
+        self.before = before
+        self.after = after
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.syntax import Syntax
+
+        longest = max(len(line) for line in (self.before + "\n" + self.after).splitlines())
+        if options.max_width >= 2 * longest + 8:
+            table = Table(show_header=True, expand=True, box=None, padding=(0, 1))
+            table.add_column("before", ratio=1)
+            table.add_column("after", ratio=1)
+            table.add_row(Syntax(self.before, "python", word_wrap=True),
+                          Syntax(self.after, "python", word_wrap=True))
+            yield table
+            return
+        yield Text("before", style="bold")
+        yield Syntax(self.before, "python", word_wrap=True)
+        yield Text("after", style="bold")
+        yield Syntax(self.after, "python", word_wrap=True)
 
 
 def event_line(event: dict) -> RenderableType:
