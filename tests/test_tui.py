@@ -343,6 +343,22 @@ async def test_a_paste_only_fix_phase_shows_the_leading_fix_readably(tmp_path):
     assert "self.fc = nn.Linear(9216, 128)" in shown
 
 
+@synchronously
+async def test_the_command_palette_reaches_the_actions_by_name(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"open the h")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, LogScreen)
+        await pilot.press("escape", "ctrl+p", *"go to te")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.phase == "test"
+
+
 def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
     from torchdoctor.knowledge import load_knowledge
     from torchdoctor.match import diagnose
