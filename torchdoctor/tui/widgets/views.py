@@ -6,6 +6,7 @@ could print the same things.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -261,8 +262,9 @@ class BeforeAfter:
     """
 
     def __init__(self, before: str, after: str) -> None:
-        self.before = before
-        self.after = after
+        # Lines cut from inside a class keep their indent; it only pushes the code right.
+        self.before = textwrap.dedent(before)
+        self.after = textwrap.dedent(after)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.syntax import Syntax
