@@ -21,7 +21,7 @@ from torchdoctor.journal import read_events
 from torchdoctor.session import Session
 from torchdoctor.tui import build_app, run_outcome_session
 from torchdoctor.tui.app import TorchDoctorApp
-from torchdoctor.tui.doctor import Doctor, Target, default_client_factory
+from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
 from torchdoctor.tui.screens.intake import IntakeScreen
 from torchdoctor.tui.screens.log import LogScreen
@@ -375,7 +375,7 @@ def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
 def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):
     session = Session.start(tmp_path / "sessions")
     harness = f"{ROOT / 'tests' / 'zoo' / 'silent' / 'missing_step.py'}:harness"
-    doctor = Doctor(session, Target(harness=harness), default_client_factory(str(ROOT)))
+    doctor = Investigation(session, Target(harness=harness), default_client_factory(str(ROOT)))
     try:
         doctor.diagnose_text("loss stays at 2.30 with 10 classes", "symptom")
         outcome = doctor.reproduce()

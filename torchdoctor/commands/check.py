@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchdoctor import checkup
+    from torchdoctor.investigation import checkup
     from torchdoctor.patient.client import PatientClient, PatientError, PatientRequestError
 
     only = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else None
@@ -95,7 +95,7 @@ def _knowledge(args: argparse.Namespace) -> Any:
 
 
 def _print_text(target: str, checks: list) -> None:
-    from torchdoctor.checkup import SYMBOLS
+    from torchdoctor.investigation.checkup import SYMBOLS
     from torchdoctor.match import fill_prose
 
     print(f"checkup of {target}")

@@ -110,7 +110,8 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) 
     }
     if report["exited"] != "raised":
         return outcome
-    from torchdoctor.investigate import factory_for, order_by_evidence, test_hypotheses
+    from torchdoctor.investigation.hypotheses import order_by_evidence, test_hypotheses
+    from torchdoctor.investigation.probing import factory_for
     from torchdoctor.knowledge import KnowledgeError, load_knowledge
     from torchdoctor.match import diagnose
 

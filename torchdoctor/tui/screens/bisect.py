@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
-from torchdoctor.tui.doctor import Cancelled, Doctor
+from torchdoctor.investigation.walk import Cancelled, Investigation
 
 
 class BisectScreen(Screen[None]):
@@ -29,7 +29,7 @@ class BisectScreen(Screen[None]):
         Binding("escape,b", "app.pop_screen", "Back", id="bisect.back"),
     ]
 
-    def __init__(self, doctor: Doctor) -> None:
+    def __init__(self, doctor: Investigation) -> None:
         super().__init__()
         self.doctor = doctor
         self.facts: dict[str, Any] = {}
