@@ -266,6 +266,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "zero_grad_called",
                 "accumulating",
                 "step_before_backward",
+                "zero_grad_before_step",
                 "eval_mode_during_training",
                 "eval_modules",
                 "backward_calls",
@@ -321,6 +322,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "curve",
                 "steps_run",
                 "used_train_step",
+                "steps_to_fit",
+                "patience_steps",
             ),
         ),
         ProbeSpec(

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from torchdoctor.location import describe_location
+from torchdoctor.location import describe_location, site_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -111,6 +111,8 @@ def _print_text(target: str, checks: list) -> None:
         if f.status == "error":
             errors_seen[_error_key(f.summary)] = f.probe
         print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
+        for line in site_lines(f.to_dict()):
+            print(f"    {line}")
         where = describe_location(f.location)
         if where and f.status in ("fail", "warn"):
             print(f"    at {where}")

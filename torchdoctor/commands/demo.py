@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def walk_as_text(copy: object, kb_dirs: tuple[str, ...] = ()) -> int:
-    """The five phases, printed: the same Doctor steps the app runs in its workers."""
+    """The five phases, printed: the same Investigation steps the app runs in its workers."""
     from torchdoctor import demo
     from torchdoctor.patient.client import PatientError
     from torchdoctor.session import PHASE_TITLES, Session
