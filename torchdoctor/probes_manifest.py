@@ -190,6 +190,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "first_bad",
                 "runs",
                 "steps",
+                "glue",
             ),
         ),
         ProbeSpec(
