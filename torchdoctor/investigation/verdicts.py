@@ -9,7 +9,8 @@ all of them here and nowhere else:
 * A probe that cannot run here (no target with what it needs) is
   ``untested``, with the reason in one line.
 * A rerun of an error that should raise, which did not raise, did not reach
-  the failing code: ``inconclusive``, whatever its criteria say.
+  the failing code: it rejects nothing (``inconclusive``); only facts the
+  probe read off the failing run itself (its frames) may still confirm.
 * ``confirmed`` needs the confirm criteria met by a result that found
   something (status ``fail`` or ``warn``): a check that passed confirms nothing.
 * ``rejected`` needs the reject criteria met by a probe that exercised the
@@ -56,10 +57,15 @@ def judge(hypothesis: Any, result: Mapping[str, Any] | None, fields: Mapping[str
     if status == "error":
         return Judgement("error", "the probe run crashed, so it is no evidence: "
                          + (_first_line(result.get("summary")) or "no result"))
+    confirm, reject = _criteria(hypothesis, "confirm"), _criteria(hypothesis, "reject")
     unreached = _unreached(result, error)
     if unreached:
+        # A rerun that never reached the failing code rejects nothing; a fact the probe
+        # read off the failing run's own frames (not the rerun) may still confirm.
+        if unreached[0] == "inconclusive" and _fact_names(confirm) - {"raised"} \
+                and evaluate(confirm, result, fields):
+            return Judgement("confirmed", "", cited_facts(confirm, result))
         return Judgement(*unreached)
-    confirm, reject = _criteria(hypothesis, "confirm"), _criteria(hypothesis, "reject")
     if status in DECIDED and evaluate(reject, result, fields):
         return Judgement("rejected", "", cited_facts(reject, result))
     if evaluate(confirm, result, fields):
@@ -111,6 +117,17 @@ def settle_rivals(judged: list[Any], entry_of: Callable[[Any], str | None],
             item.reason = (f"its criteria hold, but it rivals {best[entry].hypothesis}, "
                            "which the evidence supports better")
     return judged
+
+
+def _fact_names(conditions: list) -> set[str]:
+    """The facts a criteria list reads, at the top level and inside ``any``."""
+    names: set[str] = set()
+    for condition in conditions:
+        if isinstance(condition, Mapping):
+            for part in condition.get("any") or [condition]:
+                if isinstance(part, Mapping) and isinstance(part.get("fact"), str):
+                    names.add(part["fact"].split(".")[0])
+    return names
 
 
 def _criteria(hypothesis: Any, name: str) -> list:
