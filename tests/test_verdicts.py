@@ -139,3 +139,23 @@ def test_a_different_error_is_said_plainly():
                        {**base, "user_frame": {**frame, "file": "/home/a/eval.py"}})
     assert not moved.same and moved.difference == ("raised at eval.py:40 in main instead "
                                                     "of train.py:40 in main")
+
+
+def test_an_input_without_its_batch_dimension_rejects_a_wrong_in_features():
+    """The recorded input [57600] was flattened batch and all: no width typo explains it."""
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose
+
+    diagnosis = diagnose("RuntimeError: mat1 and mat2 shapes cannot be multiplied "
+                         "(1x57600 and 9216x128)", load_knowledge())
+    match = diagnosis.matches[0]
+    hypotheses = {h["id"]: h for h in match.hypotheses}
+    trace = {"status": "fail", "facts": {"raised": True, "input_shapes": [[57600]],
+                                         "feature_count": 57600, "error_type": "RuntimeError",
+                                         "error_message": "mat1 and mat2 shapes cannot be "
+                                                          "multiplied (1x57600 and 9216x128)"}}
+    error = diagnosis.to_dict()["error"]
+    assert judge(hypotheses["wrong_in_features"], trace, match.fields, error).verdict == \
+        "rejected"
+    assert judge(hypotheses["flattened_batch"], trace, match.fields, error).verdict == \
+        "confirmed"
