@@ -475,3 +475,14 @@ def test_a_different_error_is_said_plainly_and_tests_nothing_about_the_paste(tmp
     assert "reproduce" not in app.session.state.completed
     assert finding["verdict"] == "untested" and "does not reproduce" in finding["reason"]
     assert app.session.state.hypotheses[key].state == "untested"
+
+
+def test_verify_tells_the_same_failure_from_a_new_one(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    same = app.doctor.verify()
+    assert same["passed"] is False
+    assert same["detail"].startswith("the rerun still fails the same way: RuntimeError: mat1")
+    app.doctor.client_factory = lambda env=None: OtherScriptPatient()
+    other = app.doctor.verify()
+    assert other["detail"].startswith("the rerun fails with a different error: IndexError")
+    assert "IndexError instead of RuntimeError" in other["detail"]

@@ -390,11 +390,13 @@ class Investigation:
             self._done(client)
         if failure["error"] is not None:
             sameness = same_error(self.error, failure["error"]) if self.error else None
-            if sameness is not None and sameness.same:
-                detail = f"the rerun still fails the same way: {describe_error(failure['error'])}"
+            raised = describe_error(failure["error"])
+            if sameness is None:
+                detail = f"the rerun raised {raised}"
+            elif sameness.same:
+                detail = f"the rerun still fails the same way: {raised}"
             else:
-                detail = (f"the rerun fails with a different error: "
-                          f"{describe_error(failure['error'])}")
+                detail = f"the rerun fails with a different error: {raised} ({sameness.difference})"
             self.session.record_verification(False, detail, {"error": failure["error"]})
             return {"passed": False, "detail": detail, "overfit": None}
         overfit = None
