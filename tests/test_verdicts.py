@@ -51,6 +51,7 @@ def test_the_same_error_reproduced_confirms_on_its_facts():
                   error_message=ERROR["message"].replace("version 2", "version 3"))
     judged = judge(HYPOTHESIS, same, {}, ERROR)
     assert judged.verdict == "confirmed" and judged.evidence == {"inplace_op": "mul_"}
+    assert judged.support == 1
 
 
 def test_a_check_that_passed_confirms_nothing():
@@ -82,7 +83,8 @@ def test_a_crashed_probe_is_an_error_and_one_that_cannot_run_is_untested():
 def test_rivals_of_one_entry_keep_only_the_best_supported_confirmation():
     def finding(key, evidence):
         return Finding(probe="trace", status="fail", summary="", hypothesis=key,
-                       verdict="confirmed", location=None, facts={}, evidence=evidence)
+                       verdict="confirmed", location=None, facts={}, evidence=evidence,
+                       support=len(evidence))
 
     weak = finding("shape.linear/in_features_wrong", {"feature_count": 57600})
     strong = finding("shape.linear/flatten_merged_batch", {"feature_count": 57600,

@@ -121,7 +121,7 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     rejected = [item for item in judged if item[3].verdict == "rejected"]
     chosen = None
     if confirmed:
-        chosen = max(confirmed, key=lambda item: len(item[3].evidence or {}))
+        chosen = max(confirmed, key=lambda item: item[3].support)  # the first of equals
     elif rejected and result.get("status") == "pass":
         chosen = rejected[0]
     if chosen is not None:

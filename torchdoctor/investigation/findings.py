@@ -35,9 +35,14 @@ class Finding:
     reason: str = ""
     raised_at: dict | None = None
     fix_at: dict | None = None
+    # How many facts the deciding criteria read: what rival confirmations are weighed by.
+    # Internal to the engine, so not part of the JSON shape.
+    support: int = field(default=0, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        del data["support"]
+        return data
 
 
 def site(data: Mapping[str, Any] | None, module: str | None = None) -> dict | None:

@@ -60,7 +60,8 @@ def judged_finding(name: str, result: Mapping[str, Any], key: str | None, hypoth
         location=result.get("location"), facts=result.get("facts") or {},
         evidence=dict(judgement.evidence or {}) if judgement else {},
         reason=judgement.reason if judgement else "",
-        raised_at=raised_at(error, result), fix_at=fix_at(result))
+        raised_at=raised_at(error, result), fix_at=fix_at(result),
+        support=judgement.support if judgement else 0)
 
 
 def entry_of(finding: Finding) -> str | None:
@@ -72,7 +73,7 @@ def entry_of(finding: Finding) -> str | None:
 
 def support(finding: Finding) -> int:
     """How many observed facts decided it: the measure rival confirmations are weighed by."""
-    return len(finding.evidence or {})
+    return finding.support
 
 
 def order_by_evidence(matches: list[dict], findings: list[Finding]) -> tuple[list[dict],

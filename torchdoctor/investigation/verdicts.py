@@ -40,6 +40,7 @@ class Judgement:
     verdict: str
     reason: str = ""
     evidence: Mapping[str, Any] | None = None
+    support: int = 0  # the facts the deciding criteria read, scalars or not
 
 
 def judge(hypothesis: Any, result: Mapping[str, Any] | None, fields: Mapping[str, Any],
@@ -62,15 +63,17 @@ def judge(hypothesis: Any, result: Mapping[str, Any] | None, fields: Mapping[str
     if unreached:
         # A rerun that never reached the failing code rejects nothing; a fact the probe
         # read off the failing run's own frames (not the rerun) may still confirm.
-        if unreached[0] == "inconclusive" and _fact_names(confirm) - {"raised"} \
+        if unreached[0] == "inconclusive" and fact_names(confirm) - {"raised"} \
                 and evaluate(confirm, result, fields):
-            return Judgement("confirmed", "", cited_facts(confirm, result))
+            return Judgement("confirmed", "", cited_facts(confirm, result),
+                             len(fact_names(confirm)))
         return Judgement(*unreached)
     if status in DECIDED and evaluate(reject, result, fields):
-        return Judgement("rejected", "", cited_facts(reject, result))
+        return Judgement("rejected", "", cited_facts(reject, result), len(fact_names(reject)))
     if evaluate(confirm, result, fields):
         if status in FOUND:
-            return Judgement("confirmed", "", cited_facts(confirm, result))
+            return Judgement("confirmed", "", cited_facts(confirm, result),
+                             len(fact_names(confirm)))
         return Judgement("inconclusive", f"the probe found nothing wrong ({status}); a check "
                          "that passes confirms nothing")
     return Judgement("inconclusive", "")
@@ -99,8 +102,8 @@ def _unreached(result: Mapping[str, Any], error: Mapping[str, Any] | None
 
 def settle_rivals(judged: list[Any], entry_of: Callable[[Any], str | None],
                   support: Callable[[Any], int]) -> list[Any]:
-    """Keep one confirmed hypothesis per entry: the one with the most deciding facts,
-    then the first in the entry's own order. The others become inconclusive, saying
+    """Keep one confirmed hypothesis per entry: the one whose criteria read the most
+    facts (the most specific), then the first in the entry's own order. The others become inconclusive, saying
     which rival was preferred. ``judged`` items have ``verdict``, ``reason`` and
     ``hypothesis`` attributes (Findings)."""
     best: dict[str, Any] = {}
@@ -119,7 +122,7 @@ def settle_rivals(judged: list[Any], entry_of: Callable[[Any], str | None],
     return judged
 
 
-def _fact_names(conditions: list) -> set[str]:
+def fact_names(conditions: list) -> set[str]:
     """The facts a criteria list reads, at the top level and inside ``any``."""
     names: set[str] = set()
     for condition in conditions:

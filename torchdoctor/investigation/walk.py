@@ -20,6 +20,7 @@ from typing import Any
 from torchdoctor.investigation.findings import Finding, untested_result
 from torchdoctor.investigation.hypotheses import judged_finding, support
 from torchdoctor.investigation.sameness import describe_error, same_error
+from torchdoctor.investigation.verdicts import fact_names
 from torchdoctor.session import Session
 
 # ``factory(env)`` starts a fresh patient with those environment overrides and
@@ -339,8 +340,8 @@ class Investigation:
             if other.key == finding.hypothesis or other.entry != entry \
                     or other.state != "confirmed" or not other.evidence:
                 continue
-            earlier = other.evidence[-1]
-            if len(earlier.get("evidence") or {}) >= support(finding):
+            earlier = self.hypothesis_spec(other.key)[0] or {}
+            if _confirm_facts(earlier) >= support(finding):
                 finding.verdict = "inconclusive"
                 finding.reason = (f"its criteria hold, but it rivals {other.key}, which the "
                                   "evidence supports at least as well")
@@ -447,6 +448,11 @@ class Investigation:
     def _untrack(self, client: Any) -> None:
         if client in self._running:
             self._running.remove(client)
+
+
+def _confirm_facts(hypothesis: Mapping[str, Any]) -> int:
+    """How many facts a hypothesis' confirm criteria read: its confirmation's support."""
+    return len(fact_names(hypothesis.get("confirm") or []))
 
 
 def _with_frame(error: Mapping[str, Any] | None, traceback: str | None) -> dict | None:
