@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchdoctor.journal import Journal
-
-PHASES = ("reproduce", "gather", "hypothesize", "test", "fix")
+from torchdoctor.session_folder.events import PHASES
 PHASE_TITLES = {
     "reproduce": "Reproduce",
     "gather": "Gather",
