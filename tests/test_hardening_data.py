@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -54,8 +53,7 @@ def crafted_session(root: Path, name: str, events: list[dict]) -> Path:
     directory = root / name
     directory.mkdir(parents=True)
     with open(directory / JOURNAL_NAME, "w", encoding="utf-8") as f:
-        for event in events:
-            f.write(json.dumps(event) + "\n")
+        f.writelines(json.dumps(event) + "\n" for event in events)
     return directory
 
 
@@ -184,8 +182,8 @@ SECRETS = {
     "ghp": "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R",
     "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
     "openai": "sk-proj-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe",
-    "jwt": ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
-            ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+           ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "aws_secret": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     "hex": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
 }
@@ -260,8 +258,10 @@ def test_redaction_keeps_what_torch_prints():
         '/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1553',
         "Expected all tensors to be on the same device, but found cuda:0 and cpu!",
         "torch._C._nn.cross_entropy_loss(input, target, weight, _Reduction.get_enum(r))",
-        "RuntimeError: one of the variables needed for gradient computation has been modified"
-        " by an inplace operation: [torch.FloatTensor [64, 3, 3, 3]] is at version 2",
+        ("RuntimeError: one of the variables needed for gradient computation has been modified"
+         " by an inplace operation: [torch.FloatTensor [64, 3, 3, 3]] is at version 2"),
+        "FileNotFoundError: runs/Projects/MyModel2/checkpoints/run_2024_01/epoch=3-step=1200",
+        "wandb: MyVeryLongExperimentName_Version2_Final_Final",
         "ConvolutionBackward0 DivBackward0 NativeBatchNormBackward0 AddmmBackward0",
         "torch==2.13.0 sklearn scikit-learn task-runner",
     ]

@@ -22,7 +22,7 @@ from typing import Any
 
 from torchdoctor.session_folder import lock
 from torchdoctor.session_folder.events import problem
-from torchdoctor.session_folder.paths import UnsafeSessionPath, inside, open_file
+from torchdoctor.session_folder.paths import inside, open_file
 
 SCHEMA_VERSION = 1
 JOURNAL_NAME = "journal.jsonl"

@@ -13,6 +13,7 @@ from typing import Any
 
 from torchdoctor.journal import Journal
 from torchdoctor.session_folder.events import PHASES
+
 PHASE_TITLES = {
     "reproduce": "Reproduce",
     "gather": "Gather",

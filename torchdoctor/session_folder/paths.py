@@ -71,7 +71,7 @@ def open_file(path: str | os.PathLike, mode: str) -> BinaryIO:
         raise UnsafeSessionPath(f"{path} is not a regular file")
     if _NONBLOCK:
         os.set_blocking(fd, True)
-    return open(fd, mode)  # noqa: SIM115 - the caller closes
+    return open(fd, mode)
 
 
 def read_bytes(folder: str | os.PathLike, name: str) -> bytes:
