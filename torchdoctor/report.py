@@ -23,12 +23,12 @@ from typing import Any
 from torchdoctor.journal import JOURNAL_NAME, read_events
 from torchdoctor.location import describe_location
 from torchdoctor.redact import Redactor
+from torchdoctor.repro import REPRO_NAME, pending_repro, verify_pending
 from torchdoctor.session import PHASE_TITLES, Session
 from torchdoctor.session_folder.lock import session_lock
 from torchdoctor.session_folder.paths import inside, is_plain_name, read_bytes, write_bytes
 
-REPRO_NAME = "repro.py"
-REDACTED_FOLDER = "redacted"
+REDACTED_FOLDER = "redacted"  # where --redact writes inside a session, beside the originals
 
 REPORT_SCHEMA = 1
 ENV_HINT = ("No environment was recorded in this session. `torchdoctor run SCRIPT` records it;"
@@ -179,8 +179,6 @@ def repro_source(session_dir: str | os.PathLike) -> str | None:
 
 
 def _pending(session_dir: Path) -> dict[str, Any] | None:
-    from torchdoctor.repro import pending_repro
-
     pending = pending_repro(session_dir)
     if pending is None:
         return None
@@ -332,8 +330,9 @@ def _repro_md(repro: dict | None) -> list[str]:
     if not repro.get("verified"):
         out += [f"**No verified repro.** {repro.get('reason') or ''}", ""]
         if repro.get("would_run"):
-            out += ["It would run:", ""] + [f"- {_cell(line)}" for line in repro["would_run"]]
-        return out + [""] if repro.get("would_run") else out
+            out += ["It would run:", ""]
+            out += [f"- {_cell(line)}" for line in repro["would_run"]] + [""]
+        return out
     error = repro.get("error") or {}
     out += [(f"Verified: `{repro.get('command')}` in a fresh process raised"
             f" `{error.get('type')}: {_first(error.get('message'), 200)}`,"
@@ -388,8 +387,6 @@ def write_report(session_dir: str | os.PathLike, output: str | os.PathLike | Non
     explicit request sets it, and ``announce(line)`` is told each command.
     Writing into the session, or rerunning, holds the session's lock.
     """
-    from torchdoctor.repro import verify_pending
-
     directory = Path(session_dir)
     redactor = redact if isinstance(redact, Redactor) else (Redactor() if redact else None)
     name = "report.json" if as_json else "report.md"
