@@ -412,7 +412,7 @@ def test_a_session_open_for_writing_turns_a_second_writer_away(tmp_path):
 def test_two_reports_on_one_pending_session_verify_it_once(tmp_path):
     root = tmp_path / "sessions"
     runs = tmp_path / "runs"
-    source = (f"import time\nopen({str(runs)!r}, 'a').write('run\\n')\ntime.sleep(3)\n"
+    source = (f"import time\nopen({str(runs)!r}, 'a').write('run\\n')\ntime.sleep(8)\n"
               + RAISE_KEY_ERROR)
     directory = pending_session(root, source)
     first = doctor("report", directory.name, "--rerun", sessions=root)
