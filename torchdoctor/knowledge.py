@@ -68,7 +68,9 @@ ENTRY_KEYS = (
     "hypotheses",
     "references",
 )
-EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu")
+# What an example needs beyond this machine's torch: a GPU, several, Apple's MPS, or an
+# older (or differently built) torch that still raised the message.
+EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix")
 PATTERN_KEYS = ("type", "regex")
 PROBE_KEYS = ("name", "params")
