@@ -59,6 +59,7 @@ class SessionState:
     repro: dict | None = None  # the latest minimal-repro attempt, verified or not
     notes: list[str] = field(default_factory=list)
     fix: dict | None = None
+    patches: list[dict] = field(default_factory=list)  # proposed patches, verified or not
     verified: bool | None = None
     completed: set[str] = field(default_factory=set)
 
@@ -148,6 +149,9 @@ class Session:
     def record_verification(self, passed: bool, detail: str, facts: dict | None = None) -> None:
         self._record("verify", passed=passed, detail=detail, facts=facts or {})
 
+    def record_patch(self, **data: Any) -> None:
+        self._record("patch", **data)
+
     def record_repro(self, **data: Any) -> None:
         self._record("repro", **data)
 
@@ -189,6 +193,8 @@ class Session:
             s.notes.append(event.get("text", ""))
         elif kind == "fix":
             s.fix = event
+        elif kind == "patch":
+            s.patches.append(event)
         elif kind == "verify":
             s.verified = bool(event.get("passed"))
             if s.verified:
