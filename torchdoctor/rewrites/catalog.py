@@ -51,6 +51,16 @@ OPERATIONS: dict[str, dict[str, str]] = {
     "train_mode_in_loop": {},
     "strip_prefix_on_load": {"prefix": "required: the prefix to strip, or a field holding it"},
     "map_location_cpu": {},
+    "conv_in_channels": {
+        "wrong": "required: the field holding the channels the layer was built for",
+        "right": "required: the field holding the channels that arrive",
+    },
+    "embedding_rows": {
+        "wrong": "required: the field holding the table's row count",
+        "largest": "required: the field holding the largest id that arrives",
+    },
+    "sum_losses_one_backward": {},
+    "clamp_domain": {},
 }
 
 _METHODS = {"long", "float", "int", "bool"}

@@ -224,42 +224,32 @@ def view_to_reshape(src: Source, line, params, fields) -> list[Candidate]:
                       f"use reshape instead of view in `{code(c)}`", src.line(c)) for c in ranked]
 
 
-def _linears_built_with(src: Source, value: int) -> list[cst.Call]:
-    def built_with(call: cst.Call) -> bool:
-        if call_name(call) != "Linear":
-            return False
-        arg = keyword(call, "in_features") or next(iter(positional(call)), None)
-        return arg is not None and int_value(arg.value) == value
-
-    return src.nodes(cst.Call, built_with)
-
-
 @operation("linear_in_features")
 def linear_in_features(src: Source, line, params, fields) -> list[Candidate]:
-    """The Linear built for ``wrong`` features gets the number that actually arrives."""
+    """The Linear built for ``wrong`` features gets the number that actually arrives,
+    written where that number is spelled out (the call, or the constant it came from)."""
     wrong, right = int(_field(params, fields, "wrong")), int(_field(params, fields, "right"))
-    linears = _need(_linears_built_with(src, wrong),
-                    f"no nn.Linear built with in_features={wrong} spelled out in this file")
-    candidates = []
-    for call in _ranked(src, linears, line):
-        arg = keyword(call, "in_features") or positional(call)[0]
-        new = call.with_changes(args=[a.with_changes(value=cst.Integer(str(right)))
-                                      if a is arg else a for a in call.args])
-        candidates.append(Candidate([(call, new)], f"build the Linear for {right} input "
-                                    f"features instead of {wrong}", src.line(call)))
-    return candidates
+    return _size_argument(src, "Linear", "in_features", wrong, right,
+                          f"build the Linear for {right} input features instead of {wrong}", line)
 
 
 @operation("lazy_linear")
 def lazy_linear(src: Source, line, params, fields) -> list[Candidate]:
     """``nn.Linear(9216, 128)`` → ``nn.LazyLinear(128)``: in_features measured on the first batch."""
     wrong = int(_field(params, fields, "wrong"))
-    linears = _need(_linears_built_with(src, wrong),
-                    f"no nn.Linear built with in_features={wrong} spelled out in this file")
+
+    def built_with(call: cst.Call) -> bool:
+        arg = keyword(call, "in_features") or next(iter(positional(call)), None)
+        return arg is not None and _literal_behind(src, arg.value, wrong) is not None
+
+    linears = _need(src.nodes(cst.Call, lambda c: call_name(c) == "Linear" and built_with(c)),
+                    f"no nn.Linear built with in_features={wrong} in this file")
     candidates = []
     for call in _ranked(src, linears, line):
-        kept = [a for a in call.args if a is not (keyword(call, "in_features")
-                                                   or positional(call)[0])]
+        size = keyword(call, "in_features") or positional(call)[0]
+        kept = [a for a in call.args if a is not size]
+        if kept and kept[-1].comma is not cst.MaybeSentinel.DEFAULT:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         func = (call.func.with_changes(attr=cst.Name("LazyLinear"))
                 if isinstance(call.func, cst.Attribute) else cst.Name("LazyLinear"))
         candidates.append(Candidate([(call, call.with_changes(func=func, args=kept))],
@@ -550,3 +540,138 @@ def cast_source(src: Source, line, params, fields) -> list[Candidate]:
     ranked = _ranked(src, _need(list(found), "no tensor made from data in this file"), line)
     return [Candidate([(c, found[c])], f"convert where the tensor is made: `{code(found[c])}`",
                       src.line(c)) for c in ranked]
+
+
+# --- sizes spelled out as constants ---------------------------------------------------
+
+
+def _literal_behind(src: Source, expr: cst.BaseExpression, value: int,
+                    hops: int = 3) -> cst.BaseExpression | None:
+    """The integer literal that gives ``expr`` its value, following names to their
+    assignment or parameter default (``nn.Embedding(vocab_size, d)`` ← ``vocab_size=VOCAB``
+    ← ``VOCAB = 1000``): the place where that number is written is the place to fix."""
+    if int_value(expr) == value:
+        return expr
+    if not isinstance(expr, cst.Name) or hops == 0:
+        return None
+    name = expr.value
+    for assign in src.nodes(cst.Assign):
+        for target in assign.targets:
+            if isinstance(target.target, cst.Name) and target.target.value == name:
+                found = _literal_behind(src, assign.value, value, hops - 1)
+                if found is not None:
+                    return found
+    for param in src.nodes(cst.Param, lambda p: p.name.value == name and p.default is not None):
+        found = _literal_behind(src, param.default, value, hops - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _size_argument(src: Source, layer: str, keyword_name: str, wrong: int, right: int,
+                   what: str, line: int | None) -> list[Candidate]:
+    """The literal ``wrong`` that sized a ``layer`` (its first argument) becomes ``right``."""
+    found = {}
+    for call in src.nodes(cst.Call, lambda c: call_name(c) == layer):
+        arg = keyword(call, keyword_name) or next(iter(positional(call)), None)
+        literal = _literal_behind(src, arg.value, wrong) if arg is not None else None
+        if literal is not None and literal not in found.values():
+            found[call] = literal
+    calls = _ranked(src, _need(list(found), f"no {layer} sized with {wrong} written out in this "
+                               "file"), line)
+    return [Candidate([(found[c], cst.Integer(str(right)))], what, src.line(found[c]))
+            for c in calls]
+
+
+@operation("conv_in_channels")
+def conv_in_channels(src: Source, line, params, fields) -> list[Candidate]:
+    """The convolution built for ``wrong`` input channels takes the ``right`` ones that arrive."""
+    wrong, right = int(_field(params, fields, "wrong")), int(_field(params, fields, "right"))
+    candidates = []
+    for layer in ("Conv2d", "Conv1d", "Conv3d"):
+        try:
+            candidates += _size_argument(src, layer, "in_channels", wrong, right,
+                                         f"build the {layer} for {right} input channels "
+                                         f"instead of {wrong}", line)
+        except NotApplicable:
+            continue
+    return _need(candidates, f"no convolution built with in_channels={wrong} written out")
+
+
+@operation("embedding_rows")
+def embedding_rows(src: Source, line, params, fields) -> list[Candidate]:
+    """The Embedding table gets a row for every id that arrives (largest id + 1)."""
+    wrong, largest = int(_field(params, fields, "wrong")), int(_field(params, fields, "largest"))
+    return _size_argument(src, "Embedding", "num_embeddings", wrong, largest + 1,
+                          f"size the embedding table for ids up to {largest} "
+                          f"({largest + 1} rows, not {wrong})", line)
+
+
+@operation("sum_losses_one_backward")
+def sum_losses_one_backward(src: Source, line, params, fields) -> list[Candidate]:
+    """Two ``loss.backward()`` through one graph → ``(loss_a + loss_b).backward()``: the
+    shared part is walked once, and each loss still gets its gradient."""
+    candidates = []
+    blocks = {src.parents.get(s) for s in src.nodes(
+        cst.SimpleStatementLine, lambda s: bool(_statement_calls(s, "backward")))}
+    for block in blocks:
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        body = list(block.body)
+        backwards = [s for s in body if isinstance(s, cst.SimpleStatementLine)
+                     and len(s.body) == 1 and isinstance(s.body[0], cst.Expr)
+                     and isinstance(s.body[0].value, cst.Call)
+                     and call_name(s.body[0].value) == "backward"
+                     and not s.body[0].value.args and receiver(s.body[0].value) is not None]
+        if len(backwards) < 2:
+            continue
+        losses = [receiver(s.body[0].value) for s in backwards]
+        total = losses[0]
+        for loss in losses[1:]:
+            total = cst.BinaryOperation(left=total, operator=cst.Add(), right=loss)
+        first = backwards[0]
+        merged = first.with_changes(body=[first.body[0].with_changes(
+            value=_method(total, "backward"))])
+        body = [merged if s is first else s for s in body if s not in backwards[1:]]
+        candidates.append(Candidate([(block, block.with_changes(body=body))],
+                                    f"sum the {len(losses)} losses and call backward once",
+                                    src.line(first)))
+    return _need(_ranked_candidates(candidates, line), "no block calls backward() twice")
+
+
+def _ranked_candidates(candidates: list[Candidate], line: int | None) -> list[Candidate]:
+    if line is None:
+        return candidates
+    return sorted(candidates, key=lambda c: abs(c.line - line))[:MAX_CANDIDATES]
+
+
+_DOMAIN_EDGE = {"log": "1e-12", "log2": "1e-12", "log10": "1e-12", "sqrt": "0", "rsqrt": "1e-12"}
+
+
+@operation("clamp_domain")
+def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
+    """``torch.log(p)`` → ``torch.log(p.clamp_min(1e-12))``: the argument stays inside the
+    function's domain, so a value at the edge gives a large finite number, not -inf or NaN."""
+    calls = [c for c in src.nodes(cst.Call, lambda c: call_name(c) in _DOMAIN_EDGE)
+             if (positional(c) if isinstance(receiver(c), cst.Name)
+                 and receiver(c).value in ("torch", "np", "math") else receiver(c) is not None)]
+    calls = _need(calls, "no log or sqrt in this file")
+    home = src.function_at(line) if line else None
+    edits = []
+    for call in calls:
+        if home is not None and src.function(call) is not home:
+            continue
+        floor = cst.Float(_DOMAIN_EDGE[call_name(call)]) if "." in _DOMAIN_EDGE[call_name(call)] \
+            or "e" in _DOMAIN_EDGE[call_name(call)] else cst.Integer("0")
+        subject = receiver(call)
+        if isinstance(subject, cst.Name) and subject.value in ("torch", "np", "math"):
+            arg = positional(call)[0]
+            new = call.with_changes(args=[arg.with_changes(value=_method(
+                arg.value, "clamp_min", cst.Arg(floor))) if a is arg else a for a in call.args])
+        else:
+            new = call.with_changes(func=call.func.with_changes(
+                value=_method(subject, "clamp_min", cst.Arg(floor))))
+        edits.append((call, new))
+    _need(edits, "no log or sqrt in the function that failed")
+    return [Candidate(edits, f"keep the argument of {len(edits)} log/sqrt call(s) inside the "
+                      "domain with clamp_min", src.line(edits[0][0]))]

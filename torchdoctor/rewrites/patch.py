@@ -53,11 +53,21 @@ def make_patches(file: str, text: str, rewrite: Mapping[str, Any], line: int | N
         raise NotApplicable(f"rewrite {op} needs {problem}") from problem
     patches = []
     for candidate in candidates:
-        module = source.module
-        for old, new in candidate.edits:
-            module = module.deep_replace(old, new)
+        module = source.module.visit(_Replace(dict(candidate.edits)))
         if module.code != text:
             patches.append(Patch(file, op, candidate.what, candidate.line, text, module.code))
     if not patches:
         raise NotApplicable(f"rewrite {op} changes nothing in {file}")
     return patches
+
+
+class _Replace(cst.CSTTransformer):
+    """All of a candidate's edits in one pass, matched on the original nodes: replacing
+    them one by one would rebuild the parents and lose the identity of later targets."""
+
+    def __init__(self, edits: dict) -> None:
+        super().__init__()
+        self.edits = edits
+
+    def on_leave(self, original_node, updated_node):
+        return self.edits.get(original_node, updated_node)
