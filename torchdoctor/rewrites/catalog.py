@@ -61,6 +61,11 @@ OPERATIONS: dict[str, dict[str, str]] = {
     },
     "sum_losses_one_backward": {},
     "clamp_domain": {},
+    "step_after_backward": {},
+    "optimizer_over_model": {},
+    "remove_detach": {},
+    "lower_learning_rate": {"factor": "how much lower (default 10)",
+                            "best": "the field holding the rate a sweep found best"},
 }
 
 _METHODS = {"long", "float", "int", "bool"}

@@ -462,25 +462,111 @@ def _loops_with(src: Source, name: str) -> list[cst.For | cst.While]:
 
 @operation("train_mode_in_loop")
 def train_mode_in_loop(src: Source, line, params, fields) -> list[Candidate]:
-    """``model.train()`` at the top of the outermost loop that trains, so an evaluation
-    that switched to eval mode is undone every epoch."""
+    """``model.train()`` at the top of the outermost loop that trains (or of the step
+    function, when the loop is not in this file), so an evaluation that switched to eval
+    mode is undone before every training step."""
     evals = [c for c in src.nodes(cst.Call, lambda c: call_name(c) == "eval" and not c.args)
              if receiver(c) is not None]
     owner = code(receiver(evals[0])) if evals else "model"
-    loops = _need(_loops_with(src, "backward"), "no training loop with backward() in this file")
-    outermost = [loop for loop in loops
-                 if not any(isinstance(a, (cst.For, cst.While)) and a in loops
-                            for a in src.ancestors(loop))]
+    loops = _loops_with(src, "backward")
+    places = [loop for loop in loops
+              if not any(isinstance(a, (cst.For, cst.While)) and a in loops
+                         for a in src.ancestors(loop))]
+    if not places:
+        places = [f for f in src.nodes(cst.FunctionDef) if _statement_calls(f.body, "backward")]
     candidates = []
-    for loop in outermost[:MAX_CANDIDATES]:
-        body = list(loop.body.body)
-        if body and _statement_calls(body[0], "train"):
+    for place in _need(places, "no training loop or step with backward() in this file"):
+        body = list(place.body.body)
+        start = 1 if body and _is_docstring(body[0]) else 0
+        if len(body) > start and _statement_calls(body[start], "train"):
             continue
-        body.insert(0, cst.parse_statement(f"{owner}.train()\n"))
-        candidates.append(Candidate([(loop.body, loop.body.with_changes(body=body))],
-                                    f"call {owner}.train() at the start of each pass of the loop",
-                                    src.line(loop)))
-    return _need(candidates, "every training loop already starts with train()")
+        body.insert(start, cst.parse_statement(f"{owner}.train()\n"))
+        where = "loop" if isinstance(place, (cst.For, cst.While)) else f"{place.name.value}()"
+        candidates.append(Candidate([(place.body, place.body.with_changes(body=body))],
+                                    f"call {owner}.train() at the start of {where}",
+                                    src.line(place)))
+    return _need(candidates[:MAX_CANDIDATES], "every training step already starts with train()")
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+@operation("step_after_backward")
+def step_after_backward(src: Source, line, params, fields) -> list[Candidate]:
+    """``optimizer.step()`` right after a backward that no step follows."""
+    candidates = []
+    for statement in src.nodes(cst.SimpleStatementLine,
+                               lambda s: bool(_statement_calls(s, "backward"))):
+        block = _block_of(src, statement)
+        function = src.function(statement)
+        if block is None or any(_statement_calls(s, "step") for s in block.body):
+            continue
+        clears = [receiver(c) for s in block.body for c in _statement_calls(s, "zero_grad")]
+        names = [p.name.value for p in function.params.params] if function else []
+        owner = (code(clears[0]) if clears and clears[0] is not None
+                 else next((n for n in names if n in ("optimizer", "optim", "opt")), None))
+        if owner is None:
+            continue
+        body = list(block.body)
+        body.insert(body.index(statement) + 1, cst.parse_statement(f"{owner}.step()\n"))
+        candidates.append(Candidate([(block, block.with_changes(body=body))],
+                                    f"call {owner}.step() after backward", src.line(statement)))
+    return _need(_ranked_candidates(candidates, line), "every backward is followed by a step")
+
+
+_OPTIMIZERS = {"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
+               "RAdam", "ASGD", "Rprop", "LBFGS", "SparseAdam", "Adafactor"}
+
+
+@operation("optimizer_over_model")
+def optimizer_over_model(src: Source, line, params, fields) -> list[Candidate]:
+    """``SGD(model.backbone.parameters())`` → ``SGD(model.parameters())``: every trained
+    layer is in the optimizer."""
+    found = {}
+    for call in src.nodes(cst.Call, lambda c: call_name(c) in _OPTIMIZERS and positional(c)):
+        first = positional(call)[0].value
+        if (isinstance(first, cst.Call) and call_name(first) == "parameters"
+                and isinstance(receiver(first), cst.Attribute)):
+            root = receiver(first)
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            found[first] = _method(root, "parameters")
+    ranked = _ranked(src, _need(list(found), "no optimizer built over a part of a model"), line)
+    return [Candidate([(c, found[c])], f"optimize `{code(found[c])}` instead of `{code(c)}`",
+                      src.line(c)) for c in ranked]
+
+
+@operation("remove_detach")
+def remove_detach(src: Source, line, params, fields) -> list[Candidate]:
+    """A ``.detach()`` inside forward cuts the layers before it off from the loss."""
+    found = {c: receiver(c) for c in src.nodes(cst.Call, lambda c: call_name(c) in (
+        "detach", "detach_") and not c.args and receiver(c) is not None)
+        if (f := src.function(c)) is not None and f.name.value == "forward"}
+    ranked = _ranked(src, _need(list(found), "no detach() inside a forward in this file"), line)
+    return [Candidate([(c, found[c])], f"keep the graph: drop `.detach()` from `{code(c)}`",
+                      src.line(c)) for c in ranked]
+
+
+@operation("lower_learning_rate")
+def lower_learning_rate(src: Source, line, params, fields) -> list[Candidate]:
+    """The optimizer's ``lr=`` written out becomes the best rate a sweep measured
+    (``best``: the field holding it), or is divided by ``factor`` (10 by default)."""
+    factor = float(params.get("factor", 10))
+    best = _field(params, fields, "best") if "best" in params else None
+    best = float(best) if isinstance(best, (int, float)) and best > 0 else None
+    found = {}
+    for call in src.nodes(cst.Call, lambda c: call_name(c) in _OPTIMIZERS):
+        arg = keyword(call, "lr") or (positional(call)[1] if len(positional(call)) > 1 else None)
+        if arg is not None and isinstance(arg.value, (cst.Float, cst.Integer)):
+            value = best or float(arg.value.value.replace("_", "")) / factor
+            found[arg.value] = cst.Float(f"{value:g}" if "e" in f"{value:g}" or "." in f"{value:g}"
+                                         else f"{value:g}.0")
+    ranked = _ranked(src, _need(list(found), "no optimizer with its lr written out"), line)
+    return [Candidate([(c, found[c])], f"lower the learning rate from {code(c)} to "
+                      f"{code(found[c])}", src.line(c)) for c in ranked]
 
 
 # --- checkpoints and data ----------------------------------------------------------------
