@@ -61,6 +61,7 @@ class SessionState:
     fix: dict | None = None
     patches: list[dict] = field(default_factory=list)  # proposed patches, verified or not
     verified: bool | None = None
+    fix_facts: dict | None = None  # what the verification that passed ran and showed
     completed: set[str] = field(default_factory=set)
 
 
@@ -197,6 +198,7 @@ class Session:
             s.patches.append(event)
         elif kind == "verify":
             s.verified = bool(event.get("passed"))
+            s.fix_facts = event.get("facts") if isinstance(event.get("facts"), dict) else None
             if s.verified:
                 s.completed.add("fix")
         elif kind == "phase":
