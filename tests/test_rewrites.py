@@ -203,3 +203,14 @@ def test_unparsable_file_is_not_applicable():
 ])
 def test_knowledge_base_rewrites_are_checked(spec, problem):
     assert any(problem in p for p in check_rewrite(spec))
+
+
+def test_validating_rewrites_does_not_import_libcst():
+    import subprocess
+    import sys
+
+    code = ("import sys; from torchdoctor.knowledge import load_knowledge; "
+            "load_knowledge(use_cache=False); print('libcst' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
