@@ -156,9 +156,12 @@ def _fix(state: Any) -> dict[str, Any] | None:
         return None
     hypothesis = state.hypotheses.get(state.fix.get("hypothesis") or "")
     fix = (hypothesis.fix or {}) if hypothesis else {}
+    patches = [p for p in state.patches if isinstance(p, dict)]
+    patch = next((p for p in patches if p.get("verified")), patches[-1] if patches else None)
     return {"summary": state.fix.get("summary"), "hypothesis": state.fix.get("hypothesis"),
             "before": fix.get("before"), "after": fix.get("after"),
-            "verified": state.verified}
+            "verified": state.verified, "patch": patch,
+            "applied": bool(state.verified and (state.fix_facts or {}).get("applied"))}
 
 
 def _repro(event: dict, session_dir: Path) -> dict[str, Any]:
@@ -311,6 +314,8 @@ def _fix_md(fix: dict | None) -> list[str]:
     if fix is None:
         return out + ["No fix was recorded.", ""]
     out += [fix["summary"] or "", ""]
+    if fix.get("patch"):
+        return out + _patch_md(fix["patch"], fix.get("applied", False))
     if fix.get("before"):
         out += ["Before:", "", _fence(fix["before"], "python"), ""]
     if fix.get("after"):
@@ -319,6 +324,31 @@ def _fix_md(fix: dict | None) -> list[str]:
         out += ["Not verified yet: apply the fix and rerun (`torchdoctor run SCRIPT`).", ""]
     else:
         out += [f"Verification: {'passed' if fix['verified'] else 'failed'}.", ""]
+    return out
+
+
+def _patch_md(patch: dict, applied: bool) -> list[str]:
+    """The diff of the user's own file and what the rerun of a patched copy showed."""
+    out = [f"The patch ({patch.get('what')}):", "", _fence(str(patch.get("diff", "")), "diff"), ""]
+    check = patch.get("verification") or {}
+    before, after = check.get("before") or {}, check.get("after") or {}
+    verdict = "Verified" if patch.get("verified") else "Not verified"
+    out += [f"{verdict}: {check.get('detail', '')}.", ""]
+    if after:
+        out += [f"- ran `{after.get('command')}` on a scratch copy of the project, before and "
+                f"after the patch ({before.get('seconds', 0):.1f} s and "
+                f"{after.get('seconds', 0):.1f} s)"]
+        losses = [x for x in after.get("losses") or [] if isinstance(x, (int, float))]
+        if losses and "loss" not in str(check.get("detail", "")):
+            out += [f"- the loss went {losses[0]:.4g} → {losses[-1]:.4g} over {len(losses)} "
+                    "backward passes"]
+        out += [""]
+    if applied:
+        out += ["The patch was written to your file; the original is kept beside it "
+                "(`.orig`).", ""]
+    elif patch.get("verified"):
+        out += ["Left to you: apply it with `torchdoctor fix --apply` (a backup is kept), then "
+                "run the full training.", ""]
     return out
 
 
