@@ -10,7 +10,7 @@ the error being explained. A hypothesis no probe can test here is listed as
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from torchdoctor.investigation.findings import Finding, fix_at, raised_at
@@ -19,10 +19,17 @@ from torchdoctor.investigation.verdicts import judge, settle_rivals
 
 
 def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
-                    only: Iterable[str] | None = None) -> list[Finding]:
+                    only: Iterable[str] | None = None,
+                    on_finding: Callable[[Finding], None] | None = None) -> list[Finding]:
     """Findings for every hypothesis of the ``top`` matches, in ranked order; ``only``
-    names the probes allowed to run (all when None; the others are left out)."""
+    names the probes allowed to run (all when None; the others are left out).
+
+    ``on_finding`` is told each finding as soon as it is judged (the session journals
+    it then, not at the end), and told again of an earlier one that a better-supported
+    rival has since demoted.
+    """
     allowed = set(only) if only else None
+    tell = on_finding or (lambda finding: None)
     error = _error_of(diagnosis)
     results: dict[str, dict] = {}
     findings: list[Finding] = []
@@ -38,6 +45,7 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
                         verdict="untested", location=None, facts={},
                         reason="no probe tests it: judge it from what you know",
                         raised_at=raised_at(error)))
+                    tell(findings[-1])
                 continue
             name, params = probe["name"], dict(probe.get("params") or {})
             if allowed is not None and name not in allowed:
@@ -45,9 +53,16 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
             cache = json.dumps([name, params], sort_keys=True, default=repr)
             if cache not in results:
                 results[cache] = run_probe(name, params, client_factory)
-            findings.append(judged_finding(name, results[cache], key, hypothesis,
-                                           match.fields, error))
-    return settle_rivals(findings, entry_of, support)
+            finding = judged_finding(name, results[cache], key, hypothesis, match.fields,
+                                     error)
+            confirmed_before = [f for f in findings if f.verdict == "confirmed"]
+            findings.append(finding)
+            settle_rivals(findings, entry_of, support)
+            tell(finding)
+            for earlier in confirmed_before:
+                if earlier.verdict != "confirmed":
+                    tell(earlier)
+    return findings
 
 
 def judged_finding(name: str, result: Mapping[str, Any], key: str | None, hypothesis: Any,
