@@ -50,6 +50,7 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
             break
     else:
         answer["why"] = "no property of the failing op's operands points at an earlier line"
+    _to_construction(answer, recording.get("modules") or {})
     if answer["fix_at"] is None and graph.dropped:
         answer["why"] = (f"{answer['why']}; the ring dropped the first {graph.dropped} events,"
                          " so an earlier cause may lie outside it")
@@ -240,3 +241,20 @@ def _range(stats: dict) -> str:
     if "min" in stats and "max" in stats:
         return f"values from {stats['min']:.4g} to {stats['max']:.4g}"
     return "values out of the op's contract"
+
+
+def _to_construction(answer: dict[str, Any], modules: dict[str, Any]) -> None:
+    """A torch module that merged the batch (``nn.Flatten(0)``) did only what its
+    arguments say: the fix is where it was built; the line that called it is
+    ``called_at``."""
+    fix = answer.get("fix_at")
+    if answer.get("property") != "batch_dimension":
+        return  # values, dtypes and devices come from what flowed in, not from arguments
+    known = modules.get(fix.get("module")) if fix else None
+    if not known or not known.get("torch_builtin") or not (known.get("built_at") or {}).get(
+            "file"):
+        return
+    built = site({**known["built_at"], "module": fix["module"]})
+    if built is not None and (built["file"], built["line"]) != (fix["file"], fix["line"]):
+        answer["called_at"] = fix
+        answer["fix_at"] = built

@@ -17,6 +17,7 @@ how much of the run it saw and how much fell out of it.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections import deque
 from typing import Any
 
@@ -61,6 +62,8 @@ class Recorder(TorchFunctionMode):
         self._root_refs: list[nn.Module] = []
         self._paths: dict[int, str] = {}
         self._param_names: dict[int, str] = {}
+        self._built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._modules: dict[str, dict[str, Any]] = {}
         self._in_step = 0
         self._busy = False  # the recorder's own hooks are running: their ops are not the user's
         self._step_versions: list[tuple[torch.Tensor, int]] = []
@@ -76,11 +79,15 @@ class Recorder(TorchFunctionMode):
             register_optimizer_step_pre_hook(self._step_pre),
             register_optimizer_step_post_hook(self._step_post),
         ]
+        self._patch(nn.Module, "__init__", self._module_init(nn.Module.__init__))
         for name in _FACTORIES:
             original = getattr(torch, name)
-            setattr(torch, name, self._factory(name, original))
-            self._patched.append((torch, name, original))
+            self._patch(torch, name, self._factory(name, original))
         return super().__enter__()
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        self._patched.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
 
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)
@@ -123,6 +130,18 @@ class Recorder(TorchFunctionMode):
             return out
 
         return factory
+
+    def _module_init(self, original: Any) -> Any:
+        """Where each module was built: a torch module does only what its arguments say,
+        so a property it made wrong is fixed where it was constructed."""
+        built_at = self._built_at
+
+        def __init__(module: nn.Module, *args: Any, **kwargs: Any) -> None:
+            original(module, *args, **kwargs)
+            if module not in built_at:
+                built_at[module] = user_site(2)
+
+        return __init__
 
     def _op(self, name: str, site: Site | None, inputs: tuple, out: Any, inplace: bool) -> None:
         self.recorded += 1
@@ -188,7 +207,14 @@ class Recorder(TorchFunctionMode):
     def _learn_paths(self, root: nn.Module) -> str:
         self._root_refs.append(root)
         for path, sub in root.named_modules():
-            self._paths.setdefault(id(sub), module_name(root, path, sub))
+            name = self._paths.setdefault(id(sub), module_name(root, path, sub))
+            if name not in self._modules:
+                self._modules[name] = {
+                    "type": type(sub).__name__,
+                    "torch_builtin": type(sub).__module__.startswith("torch."),
+                    "built_at": site_json(self._built_at.get(sub)) if sub in self._built_at
+                    else None,
+                }
         for name, p in root.named_parameters():
             self._param_names.setdefault(id(p), name)
         return self._paths[id(root)]
@@ -231,6 +257,7 @@ class Recorder(TorchFunctionMode):
             "optimizer_steps": self.steps,
             "events": events,
             "failure": self.failure,
+            "modules": self._modules,
         }
 
 
