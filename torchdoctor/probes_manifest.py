@@ -460,8 +460,8 @@ PROBES: dict[str, ProbeSpec] = {
             "failure",
             facts=(
                 "found_from", "dataset", "dataset_len", "batch_size", "indices", "fields",
-                "item_sizes", "differing", "common_size", "field", "ragged", "error_type",
-                "error_message",
+                "item_sizes", "differing", "common_size", "field", "field_rank",
+                "differing_dims", "ragged", "error_type", "error_message",
             ),
         ),
         ProbeSpec(
@@ -474,8 +474,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "checkpoint_keys", "model_keys", "missing_count", "unexpected_count",
                 "mismatched_count", "missing_by_layer", "unexpected_by_layer",
                 "size_mismatches", "prefix_in_checkpoint", "prefix_in_model",
-                "matches_after_prefix", "head_mismatch", "nested_under", "error_type",
-                "error_message",
+                "matches_after_prefix", "head_mismatch", "other_mismatches",
+                "transposed_count", "nested_under", "error_type", "error_message",
             ),
         ),
         ProbeSpec(
@@ -488,7 +488,8 @@ PROBES: dict[str, ProbeSpec] = {
             facts=(
                 "found_from", "loss", "input_shape", "input_dtype", "input_min", "input_max",
                 "target_shape", "target_dtype", "target_min", "target_max",
-                "input_in_unit_range", "target_in_unit_range", "target_integer",
+                "input_in_unit_range", "target_in_unit_range", "input_nonfinite",
+                "target_nonfinite", "target_integer",
                 "shapes_match", "classes", "target_in_class_range", "input_produced_at",
                 "target_produced_at", "problems", "error_type", "error_message",
             ),

@@ -21,8 +21,8 @@ from torchdoctor.patient.probes._errors import first_line, never_raises
 from torchdoctor.patient.probes._failing_frames import failing_exception, find_local
 
 PROBE_FACTS = ("found_from", "dataset", "dataset_len", "batch_size", "indices", "fields",
-               "item_sizes", "differing", "common_size", "field", "ragged", "error_type",
-               "error_message")
+               "item_sizes", "differing", "common_size", "field", "field_rank",
+               "differing_dims", "ragged", "error_type", "error_message")
 _MAX_ITEMS = 256
 
 
@@ -51,7 +51,9 @@ def collate_items(ctx: ProbeContext | None) -> dict:
                      for position, value in enumerate(values) if _hashable(value) != common]
         if differing:
             facts.update(field=str(key), common_size=_unhashable(common),
-                         differing=differing, ragged=True)
+                         differing=differing, ragged=True,
+                         field_rank=len(common) if isinstance(common, tuple) else None,
+                         differing_dims=_differing_dims(common, differing))
             listed = ", ".join(f"index {d['index']} has {d['size']}" for d in differing[:4])
             return result("fail", f"{len(differing)} of {len(values)} samples of the failing"
                           f" batch differ in field {key} from the {_unhashable(common)} most"
@@ -124,6 +126,20 @@ def _sizes(sample: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(sample, (str, bytes)):
         return {prefix or "sample": f"{type(sample).__name__} of length {len(sample)}"}
     return {prefix or "sample": type(sample).__name__}
+
+
+def _differing_dims(common: Any, differing: list[dict]) -> list[int]:
+    """The dimensions in which samples differ from the common size (all, when ranks differ):
+    a length (sequences), a height or width (images), channels (grayscale beside RGB)."""
+    if not isinstance(common, tuple):
+        return []
+    dims: set[int] = set()
+    for entry in differing:
+        size = entry["size"]
+        if not isinstance(size, list) or len(size) != len(common):
+            return list(range(len(common)))
+        dims.update(i for i, (a, b) in enumerate(zip(size, common)) if a != b)
+    return sorted(dims)
 
 
 def _hashable(value: Any) -> Any:

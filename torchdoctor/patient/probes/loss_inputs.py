@@ -25,7 +25,7 @@ from torchdoctor.provenance import trace_back
 
 PROBE_FACTS = ("found_from", "loss", "input_shape", "input_dtype", "input_min", "input_max",
                "target_shape", "target_dtype", "target_min", "target_max", "input_in_unit_range",
-               "target_in_unit_range", "target_integer", "shapes_match", "classes",
+               "target_in_unit_range", "input_nonfinite", "target_nonfinite", "target_integer", "shapes_match", "classes",
                "target_in_class_range", "input_produced_at", "target_produced_at", "problems",
                "error_type", "error_message")
 # Losses that want probabilities in [0, 1], not scores.
@@ -94,6 +94,7 @@ def _measure(facts: dict[str, Any], side: str, t: torch.Tensor) -> None:
     stats = tensor_stats(t)
     facts[f"{side}_shape"] = shape(t)
     facts[f"{side}_dtype"] = str(t.dtype).removeprefix("torch.")
+    facts[f"{side}_nonfinite"] = stats.get("nan", 0) + stats.get("inf", 0)
     facts[f"{side}_min"] = stats.get("min")
     facts[f"{side}_max"] = stats.get("max")
     if stats.get("min") is not None:

@@ -23,7 +23,8 @@ from torchdoctor.patient.probes._failing_frames import failing_exception, find_l
 PROBE_FACTS = ("checkpoint_keys", "model_keys", "missing_count", "unexpected_count",
                "mismatched_count", "missing_by_layer", "unexpected_by_layer", "size_mismatches",
                "prefix_in_checkpoint", "prefix_in_model", "matches_after_prefix",
-               "head_mismatch", "nested_under", "error_type", "error_message")
+               "head_mismatch", "other_mismatches", "transposed_count", "nested_under",
+               "error_type", "error_message")
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")
 _NESTING_KEYS = ("state_dict", "model_state_dict", "model", "net", "weights")
 
@@ -59,7 +60,9 @@ def state_dict_diff(ctx: ProbeContext | None) -> dict:
     facts.update(missing_count=len(missing), unexpected_count=len(unexpected),
                  mismatched_count=len(mismatches), missing_by_layer=_by_layer(missing),
                  unexpected_by_layer=_by_layer(unexpected), size_mismatches=mismatches,
-                 head_mismatch=next((m["head"] for m in mismatches if m.get("head")), None))
+                 head_mismatch=next((m["head"] for m in mismatches if m.get("head")), None),
+                 other_mismatches=sum(1 for m in mismatches if not m.get("head")),
+                 transposed_count=sum(1 for m in mismatches if m.get("transposed")))
     return _verdict(facts)
 
 
@@ -133,7 +136,10 @@ def _mismatch(key: str, saved: list[int], wanted: list[int], model: nn.Module) -
     entry: dict[str, Any] = {"key": key, "checkpoint": saved, "model": wanted,
                              "module": type(module).__name__ if module is not None else None}
     meaning = f"{key}: {saved} in the checkpoint, {wanted} in the model"
-    if len(saved) == len(wanted) and saved[1:] == wanted[1:] and saved[0] != wanted[0]:
+    if saved == list(reversed(wanted)):
+        entry["transposed"] = True
+        meaning = f"{key} is stored transposed: {saved} against {wanted}"
+    elif len(saved) == len(wanted) and saved[1:] == wanted[1:] and saved[0] != wanted[0]:
         meaning = f"{layer} emits {saved[0]} outputs in the checkpoint and {wanted[0]} here"
         if module is not None and _is_last_layer(model, module) and name in ("weight", "bias"):
             entry["head"] = {"layer": layer, "checkpoint_classes": saved[0],
@@ -143,8 +149,6 @@ def _mismatch(key: str, saved: list[int], wanted: list[int], model: nn.Module) -
                        " fine-tuning")
     elif len(saved) == len(wanted) >= 2 and saved[0] == wanted[0] and saved[1] != wanted[1]:
         meaning = f"{layer} takes {saved[1]} inputs in the checkpoint and {wanted[1]} here"
-    elif saved == list(reversed(wanted)):
-        meaning = f"{key} is stored transposed: {saved} against {wanted}"
     entry["meaning"] = meaning
     return entry
 

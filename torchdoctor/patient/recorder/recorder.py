@@ -120,7 +120,10 @@ class Recorder(TorchFunctionMode):
             if self.failure is None:
                 self._fail(name, site, args, kwargs)
             raise
-        self._op(name, site, inputs, out, is_inplace(name, kwargs))
+        inplace = is_inplace(name, kwargs)
+        # ``x[i] = v`` returns nothing: the tensor it wrote is its first argument.
+        written = args[0] if inplace and out is None and args else out
+        self._op(name, site, inputs, written, inplace)
         return out
 
     def _factory(self, name: str, original: Any) -> Any:
