@@ -24,11 +24,12 @@ class GatedNet(nn.Module):
 torch.manual_seed(0)
 model = GatedNet()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+criterion = nn.CrossEntropyLoss()
 x = torch.randn(8, 16)
 mask = (torch.rand(8, 32) > 0.2).float()
 y = torch.randint(0, 4, (8,))
 for step in range(3):
     opt.zero_grad()
-    loss = nn.functional.cross_entropy(model(x, mask), y)
+    loss = criterion(model(x, mask), y)
     loss.backward()  # RAISES
     opt.step()

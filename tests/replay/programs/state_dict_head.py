@@ -1,6 +1,5 @@
 """Fine-tuning: weights saved from a 1000-class model loaded into a 7-class one."""
 
-import torch
 from torch import nn
 
 

@@ -1,6 +1,5 @@
 """A checkpoint saved from a DataParallel wrapper, loaded into the bare model."""
 
-import torch
 from torch import nn
 
 

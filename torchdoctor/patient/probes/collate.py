@@ -18,7 +18,11 @@ from torch.utils.data import DataLoader
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import first_line, never_raises
-from torchdoctor.patient.probes._failing_frames import failing_exception, find_local
+from torchdoctor.patient.probes._failing_frames import (
+    failing_exception,
+    find_local,
+    innermost_user_site,
+)
 
 PROBE_FACTS = ("found_from", "dataset", "dataset_len", "batch_size", "indices", "fields",
                "item_sizes", "differing", "common_size", "field", "field_rank",
@@ -33,6 +37,18 @@ def collate_items(ctx: ProbeContext | None) -> dict:
     exc = failing_exception(ctx)
     if exc is not None:
         facts.update(error_type=type(exc).__name__, error_message=first_line(str(exc), 500))
+    answer = _measured(ctx, exc, facts)
+    # The line that drew the batch; where to fix it (dataset, transform or collate_fn)
+    # is the person's choice, so no fix site is claimed.
+    raised = innermost_user_site(exc)
+    answer["raised_at"] = ({**{k: raised[k] for k in ("file", "line", "code")}, "module": None}
+                           if raised else None)
+    answer["fix_at"] = None
+    return answer
+
+
+def _measured(ctx: ProbeContext | None, exc: BaseException | None,
+              facts: dict[str, Any]) -> dict:
     samples, indices, dataset, origin = _failing_samples(exc, ctx)
     if samples is None:
         return result("inconclusive", "no batch to measure: the failure's frames hold no"

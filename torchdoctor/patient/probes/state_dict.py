@@ -18,7 +18,11 @@ from torch import nn
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import first_line, never_raises
-from torchdoctor.patient.probes._failing_frames import failing_exception, find_local
+from torchdoctor.patient.probes._failing_frames import (
+    failing_exception,
+    find_local,
+    innermost_user_site,
+)
 
 PROBE_FACTS = ("checkpoint_keys", "model_keys", "missing_count", "unexpected_count",
                "mismatched_count", "missing_by_layer", "unexpected_by_layer", "size_mismatches",
@@ -63,7 +67,13 @@ def state_dict_diff(ctx: ProbeContext | None) -> dict:
                  head_mismatch=next((m["head"] for m in mismatches if m.get("head")), None),
                  other_mismatches=sum(1 for m in mismatches if not m.get("head")),
                  transposed_count=sum(1 for m in mismatches if m.get("transposed")))
-    return _verdict(facts)
+    answer = _verdict(facts)
+    # Keys are renamed, stripped or skipped where the checkpoint is loaded: the load call.
+    load = innermost_user_site(exc)
+    site = {**{k: load[k] for k in ("file", "line", "code")}, "module": None} if load else None
+    answer["raised_at"] = site
+    answer["fix_at"] = site if answer["status"] == "fail" else None
+    return answer
 
 
 def _verdict(facts: dict[str, Any]) -> dict:

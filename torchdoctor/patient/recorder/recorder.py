@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -37,6 +37,9 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torchdoctor.patient.probes._describe import tensor_stats
 from torchdoctor.patient.probes.trace import is_inplace, op_name
 from torchdoctor.patient.recorder.sites import Site, user_site
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 DEFAULT_RING = 4096
 # Tensors looked at per op: the operands a person writes, not a list of a thousand.
@@ -72,7 +75,7 @@ class Recorder(TorchFunctionMode):
 
     # ------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> Recorder:
+    def __enter__(self) -> Self:
         self._handles = [
             register_module_forward_pre_hook(self._module_pre),
             register_module_forward_hook(self._module_post, always_call=True),

@@ -113,12 +113,11 @@ def replay_step(ctx: ProbeContext, ring: int, kind: str) -> dict[str, Any]:
                         " step with", ring)
     error, exited = None, "clean"
     started = time.perf_counter()
-    with preserved(ctx.model, ctx.optimizer):
-        with Recorder(ring) as recorder:
-            try:
-                ctx.step()
-            except Exception as exc:  # noqa: BLE001 - the user's error is the recording's end
-                error, exited = exc, "raised"
+    with preserved(ctx.model, ctx.optimizer), Recorder(ring) as recorder:
+        try:
+            ctx.step()
+        except Exception as exc:  # noqa: BLE001 - the user's error is the recording's end
+            error, exited = exc, "raised"
     blind = ["backward kernels one by one: a backward call is one op, its failure one event"]
     if ctx.train_step is None:
         blind.insert(0, "the user's own loop around the step: it was replayed as zero_grad,"
