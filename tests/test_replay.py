@@ -234,3 +234,41 @@ def test_a_patient_replays_the_script_it_ran_and_probes_a_failure_without_a_mode
         assert "model" not in report["found"]
         collate = client.probe("collate_items")
         assert collate["status"] == "fail", collate["summary"]
+
+
+def healthy_harness() -> ProbeContext:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    data = torch.utils.data.TensorDataset(torch.randn(12, 3, 16, 16),
+                                          torch.randint(0, 4, (12,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=6)
+    return ProbeContext(model=model, batch=next(iter(loader)), loss_fn=nn.CrossEntropyLoss(),
+                        optimizer=torch.optim.SGD(model.parameters(), lr=0.1), loader=loader)
+
+
+@pytest.mark.parametrize(("name", "status"), [
+    ("provenance", "pass"), ("loss_inputs", "pass"), ("collate_items", "pass"),
+    ("state_dict_diff", "inconclusive"),
+])
+def test_the_new_probes_leave_a_healthy_harness_as_it_was(name, status):
+    ctx = healthy_harness()
+    before = {k: v.clone() for k, v in ctx.model.state_dict().items()}
+    answer = run_probe(name, ctx, {})
+    check_contract(name, answer)
+    assert answer["status"] == status, answer["summary"]
+    assert all(torch.equal(before[k], v) for k, v in ctx.model.state_dict().items())
+    assert all(p.grad is None for p in ctx.model.parameters())
+    assert not ctx.optimizer.state, "the replayed step left optimizer state behind"
+
+
+def test_a_harness_step_replay_finds_the_inplace_write_in_the_models_own_code():
+    zoo = Path(__file__).parent / "zoo" / "errors" / "inplace_saved.py"
+    spec = __import__("importlib.util").util.spec_from_file_location("zoo_inplace", zoo)
+    module = __import__("importlib.util").util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    answer = run_probe("provenance", ProbeContext(**module.harness()), {})
+    assert answer["facts"]["replay"] == "harness_step"
+    assert answer["facts"]["reproduced"] is None  # a harness has no first failure to compare
+    assert answer["fix_at"]["code"].startswith("x += self.shift")
+    assert answer["fix_at"]["module"] == "block (ShiftedBlock)"

@@ -447,7 +447,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "replay", "reproduced", "recorded", "kept", "dropped", "ring",
                 "optimizer_steps", "could_not_see", "error_type", "error_message", "property",
                 "raised_at", "fix_at", "why", "write_kind", "write_op", "written_param",
-                "saved_at", "batch_merged", "batch_size", "merged_by", "odd_value",
+                "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
                 "operands", "offending_argument", "made_noncontiguous_at", "chain",
                 "recording_tail",
             ),

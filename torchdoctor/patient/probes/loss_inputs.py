@@ -16,6 +16,7 @@ import torch
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
+from torchdoctor.patient.probes._copies import preserved
 from torchdoctor.patient.probes._describe import shape, tensor_stats
 from torchdoctor.patient.probes._errors import first_line, never_raises
 from torchdoctor.patient.probes._failing_frames import failing_exception, find_local
@@ -82,7 +83,7 @@ def _from_harness(ctx: ProbeContext | None) -> tuple | None:
     if ctx is None or ctx.model is None or ctx.loss_fn is None or not isinstance(
             ctx.targets, torch.Tensor):
         return None
-    with torch.no_grad():
+    with preserved(ctx.model, parameters=False), torch.no_grad():
         output = ctx.forward()
     if not isinstance(output, torch.Tensor):
         return None
