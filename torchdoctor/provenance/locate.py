@@ -254,7 +254,7 @@ def _to_construction(answer: dict[str, Any], modules: dict[str, Any]) -> None:
     if not known or not known.get("torch_builtin") or not (known.get("built_at") or {}).get(
             "file"):
         return
-    built = site({**known["built_at"], "module": fix["module"]})
+    built = site({**known["built_at"], "module_label": fix["module"]})
     if built is not None and (built["file"], built["line"]) != (fix["file"], fix["line"]):
         answer["called_at"] = fix
         answer["fix_at"] = built

@@ -13,7 +13,7 @@ def site(event: dict[str, Any] | None) -> dict[str, Any] | None:
         "file": event["file"],
         "line": event["line"],
         "code": linecache.getline(event["file"], event["line"]).strip() or None,
-        "module": event.get("module"),
+        "module": event.get("module_label") or event.get("module"),
     }
 
 

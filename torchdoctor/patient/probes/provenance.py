@@ -55,26 +55,30 @@ def provenance(ctx: ProbeContext, ring: int = 0, budget: float = 0.0, events: in
     found = trace_back(recording)
     facts.update({key: value for key, value in found.items() if key in facts})
     fix, raised = found.get("fix_at"), found.get("raised_at")
+    modules = recording.get("modules")
     if fix is None:
         return _answer("inconclusive", f"{what} reproduced the error at {_at(raised)}; no"
-                       f" earlier line made it wrong ({found.get('why')})", facts)
+                       f" earlier line made it wrong ({found.get('why')})", facts, modules)
     return _answer("fail", f"{what} reproduced the error at {_at(raised)}; the fix belongs at"
-                   f" {_at(fix)}: {found.get('why')}", facts)
+                   f" {_at(fix)}: {found.get('why')}", facts, modules)
 
 
-def _answer(status: str, summary: str, facts: dict[str, Any]) -> dict:
-    answer = result(status, summary, facts, _location(facts.get("fix_at")
-                                                      or facts.get("raised_at")))
+def _answer(status: str, summary: str, facts: dict[str, Any],
+            modules: dict[str, Any] | None = None) -> dict:
+    where = _location(facts.get("fix_at") or facts.get("raised_at"), modules or {})
+    answer = result(status, summary, facts, where)
     answer["raised_at"] = facts.get("raised_at")
     answer["fix_at"] = facts.get("fix_at")
     return answer
 
 
-def _location(site: dict | None) -> dict | None:
+def _location(site: dict | None, modules: dict[str, Any]) -> dict | None:
+    """Where the probe points, with the module by its path as every probe names it."""
     if not site:
         return None
-    return {"module": site.get("module"), "op": None, "file": site["file"],
-            "line": site["line"]}
+    label = site.get("module")
+    path = (modules.get(label) or {}).get("path", label)
+    return {"module": path, "op": None, "file": site["file"], "line": site["line"]}
 
 
 def _what_replayed(recording: dict) -> str:

@@ -60,10 +60,11 @@ class Recorder(TorchFunctionMode):
         self.failure: dict[str, Any] | None = None
         self._serials: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._next_serial = itertools.count(1)
-        self._stack: list[str] = []
+        # (path, label) of the modules running: "features.3" and "features.3 (Flatten)"
+        self._stack: list[tuple[str, str]] = []
         self._roots: dict[int, dict[int, str]] = {}
         self._root_refs: list[nn.Module] = []
-        self._paths: dict[int, str] = {}
+        self._paths: dict[int, tuple[str, str]] = {}
         self._param_names: dict[int, str] = {}
         self._built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._modules: dict[str, dict[str, Any]] = {}
@@ -187,22 +188,23 @@ class Recorder(TorchFunctionMode):
             operands.append(described)
         self.recorded += 1
         self.failure = {"seq": self.recorded, "op": name, **site_json(site),
-                        "module": self._stack[-1] if self._stack else None,
+                        **_module_json(self._stack[-1] if self._stack else None),
                         "inputs": operands}
 
     # ------------------------------------------------------------ modules
 
     def _module_pre(self, module: nn.Module, args: tuple) -> None:
-        path = self._paths.get(id(module))
-        if path is None:
-            path = self._learn_root(module) if not self._stack else type(module).__name__
-        self._stack.append(path)
+        names = self._paths.get(id(module))
+        if names is None:
+            names = (self._learn_root(module) if not self._stack
+                     else (type(module).__name__, type(module).__name__))
+        self._stack.append(names)
 
     def _module_post(self, module: nn.Module, args: tuple, output: Any) -> None:
         if self._stack:
             self._stack.pop()
 
-    def _learn_root(self, root: nn.Module) -> str:
+    def _learn_root(self, root: nn.Module) -> tuple[str, str]:
         """Name every submodule of a top-level module by its path (the root by its class)."""
         self._busy = True
         try:
@@ -210,12 +212,14 @@ class Recorder(TorchFunctionMode):
         finally:
             self._busy = False
 
-    def _learn_paths(self, root: nn.Module) -> str:
+    def _learn_paths(self, root: nn.Module) -> tuple[str, str]:
         self._root_refs.append(root)
         for path, sub in root.named_modules():
-            name = self._paths.setdefault(id(sub), module_name(root, path, sub))
-            if name not in self._modules:
-                self._modules[name] = {
+            names = self._paths.setdefault(
+                id(sub), (path or type(root).__name__, module_name(root, path, sub)))
+            if names[1] not in self._modules:
+                self._modules[names[1]] = {
+                    "path": names[0],
                     "type": type(sub).__name__,
                     "torch_builtin": type(sub).__module__.startswith("torch."),
                     "built_at": site_json(self._built_at.get(sub)) if sub in self._built_at
@@ -293,6 +297,10 @@ def _recorded_name(func: Any) -> str | None:
     return name
 
 
+def _module_json(names: tuple[str, str] | None) -> dict[str, Any]:
+    return {"module": names[0] if names else None, "module_label": names[1] if names else None}
+
+
 def _flat(obj: Any, depth: int = 0):
     """Tensors among an op's arguments: top level and one level into lists, tuples, dicts."""
     if isinstance(obj, torch.Tensor):
@@ -322,10 +330,10 @@ def _as_json(described: tuple) -> dict[str, Any]:
 def _event_json(event: tuple) -> dict[str, Any]:
     if event[0] == "op":
         _, seq, name, site, module, inputs, outputs, inplace = event
-        return {"kind": "op", "seq": seq, "op": name, **site_json(site), "module": module,
+        return {"kind": "op", "seq": seq, "op": name, **site_json(site), **_module_json(module),
                 "inplace": inplace, "inputs": [_as_json(t) for t in inputs],
                 "outputs": [_as_json(t) for t in outputs]}
     _, seq, optimizer, site, bumped = event
     params = [{**_as_json(p), "version_before": p[6], "name": p[7]} for p in bumped]
     return {"kind": "optimizer_step", "seq": seq, "op": f"{optimizer}.step", **site_json(site),
-            "module": None, "inplace": True, "inputs": [], "outputs": params}
+            **_module_json(None), "inplace": True, "inputs": [], "outputs": params}
