@@ -135,7 +135,6 @@ def test_the_loss_inputs_are_measured_at_the_loss_call_with_where_each_was_made(
     assert facts["input_produced_at"]["line"] == marked("bce_no_sigmoid", "FIX")
     assert facts["target_produced_at"]["code"].startswith("y = ")
     assert answer["fix_at"]["line"] == marked("bce_no_sigmoid", "FIX")
-    assert judged("numerics.bce_input_range", "logits_into_bce", answer) == "confirmed"
     assert judged("numerics.bce_input_range", "arguments_swapped", answer) == "rejected"
 
 
@@ -272,3 +271,11 @@ def test_a_harness_step_replay_finds_the_inplace_write_in_the_models_own_code():
     assert answer["facts"]["reproduced"] is None  # a harness has no first failure to compare
     assert answer["fix_at"]["code"].startswith("x += self.shift")
     assert answer["fix_at"]["module"] == "block (ShiftedBlock)"
+
+
+def test_labels_passed_as_the_loss_input_are_told_from_scores_without_a_sigmoid():
+    swapped = run_probe("loss_inputs", crashed("bce_swapped"), {})
+    assert (swapped["facts"]["input_whole"], swapped["facts"]["target_whole"]) == (True, False)
+    assert judged("numerics.bce_input_range", "arguments_swapped", swapped) == "confirmed"
+    scores = run_probe("loss_inputs", crashed("bce_no_sigmoid"), {})
+    assert judged("numerics.bce_input_range", "arguments_swapped", scores) == "rejected"

@@ -489,7 +489,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "found_from", "loss", "input_shape", "input_dtype", "input_min", "input_max",
                 "target_shape", "target_dtype", "target_min", "target_max",
                 "input_in_unit_range", "target_in_unit_range", "input_nonfinite",
-                "target_nonfinite", "target_integer",
+                "target_nonfinite", "input_whole", "target_whole", "target_integer",
                 "shapes_match", "classes", "target_in_class_range", "input_produced_at",
                 "target_produced_at", "problems", "error_type", "error_message",
             ),

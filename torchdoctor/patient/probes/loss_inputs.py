@@ -26,7 +26,8 @@ from torchdoctor.provenance import trace_back
 
 PROBE_FACTS = ("found_from", "loss", "input_shape", "input_dtype", "input_min", "input_max",
                "target_shape", "target_dtype", "target_min", "target_max", "input_in_unit_range",
-               "target_in_unit_range", "input_nonfinite", "target_nonfinite", "target_integer", "shapes_match", "classes",
+               "target_in_unit_range", "input_nonfinite", "target_nonfinite", "input_whole",
+               "target_whole", "target_integer", "shapes_match", "classes",
                "target_in_class_range", "input_produced_at", "target_produced_at", "problems",
                "error_type", "error_message")
 # Losses that want probabilities in [0, 1], not scores.
@@ -96,10 +97,22 @@ def _measure(facts: dict[str, Any], side: str, t: torch.Tensor) -> None:
     facts[f"{side}_shape"] = shape(t)
     facts[f"{side}_dtype"] = str(t.dtype).removeprefix("torch.")
     facts[f"{side}_nonfinite"] = stats.get("nan", 0) + stats.get("inf", 0)
+    facts[f"{side}_whole"] = _whole(t)
     facts[f"{side}_min"] = stats.get("min")
     facts[f"{side}_max"] = stats.get("max")
     if stats.get("min") is not None:
         facts[f"{side}_in_unit_range"] = 0 <= stats["min"] and stats["max"] <= 1
+
+
+def _whole(t: torch.Tensor) -> bool | None:
+    """Only whole numbers: labels (0/1, -1/1, class ids), not scores or probabilities."""
+    if t.numel() == 0 or t.is_complex():
+        return None
+    if not t.is_floating_point():
+        return True
+    with torch.no_grad():
+        finite = t[torch.isfinite(t)]
+        return bool(torch.equal(finite, finite.round())) if finite.numel() else None
 
 
 def _where_made(ctx: ProbeContext, facts: dict[str, Any]) -> dict[str, Any]:
