@@ -66,7 +66,7 @@ def check_contract(name: str, answer: dict) -> None:
 
 @pytest.mark.parametrize("name", [
     "step_between_backwards", "inplace_mask", "slice_assign", "flatten_batch", "numpy_double",
-    "bce_no_sigmoid", "accuracy_helper",
+    "bce_no_sigmoid", "accuracy_helper", "device_moved",
 ])
 def test_provenance_names_the_line_that_raised_and_the_line_to_fix(name):
     answer = run_probe("provenance", crashed(name), {})
@@ -279,3 +279,34 @@ def test_labels_passed_as_the_loss_input_are_told_from_scores_without_a_sigmoid(
     assert judged("numerics.bce_input_range", "arguments_swapped", swapped) == "confirmed"
     scores = run_probe("loss_inputs", crashed("bce_no_sigmoid"), {})
     assert judged("numerics.bce_input_range", "arguments_swapped", scores) == "rejected"
+
+
+def test_a_view_after_permute_is_fixed_at_the_view_with_the_permute_named():
+    path = Path(__file__).parent / "zoo" / "errors" / "view_permute.py"
+    outcome = targets.run_script(str(path), [])
+    outcome.context.extras["script"] = {"path": str(path), "argv": [], "cwd": None,
+                                        "seconds": 1.0}
+    answer = run_probe("provenance", outcome.context, {})
+    assert answer["facts"]["property"] == "contiguity"
+    assert answer["fix_at"]["code"].startswith("x = x.view(")
+    assert answer["facts"]["made_noncontiguous_at"]["code"].startswith("x = x.permute(")
+    assert judged("shape.view_noncontiguous", "after_permute", answer) == "confirmed"
+
+
+def test_the_device_a_batch_was_moved_to_is_traced_to_the_move():
+    answer = run_probe("provenance", crashed("device_moved"), {})
+    assert (answer["facts"]["property"], answer["facts"]["odd_value"]) == ("device", "meta")
+    assert answer["facts"]["chain"][-1]["op"] == "Tensor.to"
+
+
+def test_tensors_without_a_version_or_a_single_shape_are_recorded_without_breaking_the_op():
+    model = nn.Linear(3, 2)
+    with Recorder() as recorder:
+        with torch.inference_mode():
+            model(torch.randn(4, 3)).add_(1)
+    recording = recorder.to_json()
+    written = recording["events"][-1]
+    assert written["op"] == "Tensor.add_" and written["outputs"][0]["version"] is None
+    assert trace_back({**recording, "failure": {"seq": 99, "inputs": [], "file": None,
+                                                "line": None}},
+                      {"message": "is at version 1; expected version 0"})["fix_at"] is None

@@ -84,11 +84,15 @@ class Graph:
         for event in self.events:
             if event.get("kind") == "optimizer_step":
                 for param in event.get("outputs") or []:
-                    found.append((event, param, int(param.get("version_before") or 0)))
+                    if param.get("version") is not None:
+                        found.append((event, param, int(param.get("version_before") or 0)))
             elif event.get("inplace") and event.get("outputs"):
                 out = event["outputs"][0]
+                if out.get("version") is None:
+                    continue  # a tensor that keeps no version (inference mode)
                 before = next((t["version"] for t in event.get("inputs") or []
-                               if t["id"] == out["id"]), out["version"] - 1)
+                               if t["id"] == out["id"] and t.get("version") is not None),
+                              out["version"] - 1)
                 found.append((event, out, before))
         return found
 

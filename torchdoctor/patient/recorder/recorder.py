@@ -172,9 +172,14 @@ class Recorder(TorchFunctionMode):
         return serial
 
     def _describe(self, t: torch.Tensor) -> tuple:
-        base = t._base if t._is_view() else None
-        return (self._serial(t), tuple(t.shape), t.dtype, t.device, t._version,
-                self._serial(base) if base is not None else None)
+        try:
+            base = t._base if t._is_view() else None
+            return (self._serial(t), tuple(t.shape), t.dtype, t.device, t._version,
+                    self._serial(base) if base is not None else None)
+        except (RuntimeError, TypeError, NotImplementedError):
+            # Inference-mode tensors keep no version, nested tensors have no single shape:
+            # describing them must never break the user's op.
+            return (self._serial(t), (), t.dtype, t.device, None, None)
 
     def _fail(self, name: str, site: Site | None, args: tuple, kwargs: dict) -> None:
         """The op that raised, with statistics of its operands (computed once, here)."""
