@@ -184,7 +184,7 @@ class Recorder(TorchFunctionMode):
     def _fail(self, name: str, site: Site | None, args: tuple, kwargs: dict) -> None:
         """The op that raised, with statistics of its operands (computed once, here)."""
         operands = []
-        for t in itertools.islice(_flat((args, kwargs)), _MAX_TENSORS):
+        for t in itertools.islice(itertools.chain(_flat(args), _flat(kwargs)), _MAX_TENSORS):
             described = _as_json(self._describe(t))
             try:
                 described["stats"] = tensor_stats(t)
