@@ -165,29 +165,9 @@ def _shape(graph: Graph, failure: dict, message: str) -> dict | None:
     if op_bare == "view" and operands and "compatible" in message:
         return _noncontiguous_view(graph, failure, operands[0])
     for operand in operands:
-        path = graph.data_path(operand, failure["seq"])
-        if not path:
-            continue
-        root = (path[-1].get("inputs") or path[-1].get("outputs") or [{}])[0]
-        root_shape = root.get("shape") or []
-        if len(root_shape) < 2:
-            continue
-        batch = root_shape[0]
-        if operand["shape"] and operand["shape"][0] == batch:
-            continue
-        for event in reversed(path):
-            main = graph.main_input(event)
-            out = (event.get("outputs") or [{}])[0].get("shape") or []
-            if main and main["shape"] and main["shape"][0] == batch and (
-                    not out or out[0] != batch):
-                return {
-                    "property": "batch_dimension", "batch_size": batch,
-                    "batch_merged": True, "operand_shape": operand["shape"],
-                    "fix_at": site(event), "merged_by": event.get("op"),
-                    "chain": [step(e) for e in reversed(path)],
-                    "why": (f"{event.get('op')} turned {main['shape']} into {out}: the batch"
-                            f" of {batch} is no longer the first dimension"),
-                }
+        merged = _batch_merge(graph, failure, operand, operands)
+        if merged is not None:
+            return merged
     first = operands[0] if operands else None
     if first is not None and graph.producer(first, failure["seq"]) is not None:
         return {"property": "shape", "batch_merged": False, "operand_shape": first["shape"],
@@ -195,6 +175,45 @@ def _shape(graph: Graph, failure: dict, message: str) -> dict | None:
                 "operands": [{"shape": t["shape"],
                               "produced_at": site(graph.producer(t, failure["seq"]))}
                              for t in operands]}
+    return None
+
+
+def _batch_merge(graph: Graph, failure: dict, operand: dict, operands: list[dict]
+                 ) -> dict | None:
+    """The op that took the batch out of this operand's first dimension, if one did.
+
+    Along the operand's data path, the latest op that changed the leading
+    dimension without adding one (a ``view(1, -1)``, ``Flatten(0)``,
+    ``argmax(dim=0)``; not the collate ``stack`` that made the batch) merged
+    the batch when the leading size it had before is the batch: the size the
+    other operands still lead with, or the size the data path started with.
+    """
+    path = graph.data_path(operand, failure["seq"])
+    if not path or not operand["shape"]:
+        return None
+    others = {t["shape"][0] for t in operands if t is not operand and t["shape"]}
+    if operand["shape"][0] in others:
+        return None
+    started = next((t["shape"][0] for e in reversed(path)
+                    for t in (e.get("inputs") or []) + (e.get("outputs") or [])
+                    if len(t.get("shape") or []) >= 2), None)
+    for event in path:
+        main = graph.main_input(event)
+        out = (event.get("outputs") or [{}])[0].get("shape")
+        if not main or not main.get("shape") or out is None:
+            continue
+        lead_in, lead_out = main["shape"][0], (out[0] if out else None)
+        if lead_in == lead_out or len(out) > len(main["shape"]):
+            continue
+        if lead_in not in others and lead_in != started:
+            return None
+        return {
+            "property": "batch_dimension", "batch_size": lead_in, "batch_merged": True,
+            "operand_shape": operand["shape"], "fix_at": site(event),
+            "merged_by": event.get("op"), "chain": [step(e) for e in reversed(path)],
+            "why": (f"{event.get('op')} turned {main['shape']} into {out}: the batch of"
+                    f" {lead_in} is no longer the first dimension"),
+        }
     return None
 
 
