@@ -155,6 +155,15 @@ def test_collate_items_lists_the_samples_that_do_not_stack():
     assert judged(entry, "variable_length_sequences", answer) == "confirmed"
     assert judged(entry, "variable_image_size", answer) == "rejected"
     assert judged(entry, "grayscale_or_rgba", answer) == "rejected"
+    assert answer["raised_at"]["line"] == marked("collate_ragged", "RAISES")
+    assert answer["fix_at"] is None  # padding belongs in a collate_fn at the loader
+
+
+def test_collate_items_fixes_images_of_two_sizes_where_the_dataset_makes_them():
+    answer = run_probe("collate_items", crashed("collate_images"), {})
+    assert (answer["facts"]["field"], answer["facts"]["differing_dims"]) == ("image", [1, 2])
+    assert judged("dataloader.collate_stack_size", "variable_image_size", answer) == "confirmed"
+    assert answer["fix_at"]["line"] == marked("collate_images", "FIX")
 
 
 def test_state_dict_diff_explains_a_head_of_1000_classes_loaded_into_7():

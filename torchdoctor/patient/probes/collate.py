@@ -9,6 +9,9 @@ every sample is measured, field by field, against the size most share.
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections import Counter
 from typing import Any
 
@@ -23,6 +26,7 @@ from torchdoctor.patient.probes._failing_frames import (
     find_local,
     innermost_user_site,
 )
+from torchdoctor.patient.probes._frames import USER, file_kind, frame_info
 
 PROBE_FACTS = ("found_from", "dataset", "dataset_len", "batch_size", "indices", "fields",
                "item_sizes", "differing", "common_size", "field", "field_rank",
@@ -38,13 +42,43 @@ def collate_items(ctx: ProbeContext | None) -> dict:
     if exc is not None:
         facts.update(error_type=type(exc).__name__, error_message=first_line(str(exc), 500))
     answer = _measured(ctx, exc, facts)
-    # The line that drew the batch; where to fix it (dataset, transform or collate_fn)
-    # is the person's choice, so no fix site is claimed.
     raised = innermost_user_site(exc)
     answer["raised_at"] = ({**{k: raised[k] for k in ("file", "line", "code")}, "module": None}
                            if raised else None)
-    answer["fix_at"] = None
+    # Images of different sizes are fixed where the dataset makes them (resize, crop,
+    # convert to RGB); sequences of different lengths are padded in a collate_fn, at the
+    # loader, whose line the frames do not hold: no fix site is claimed for them.
+    sequences = (facts["differing_dims"] == [0] and (facts["field_rank"] or 0) <= 2)
+    answer["fix_at"] = (_sample_made_at(ctx, exc, facts["field"])
+                        if answer["status"] == "fail" and not sequences else None)
     return answer
+
+
+def _sample_made_at(ctx: ProbeContext | None, exc: BaseException | None,
+                    field: str | None) -> dict | None:
+    """The line of the user's ``__getitem__`` that made the field that differs: the
+    assignment of the name its single ``return`` gives for that field, else that return."""
+    found = find_local(exc, lambda name, value: name == "possibly_batched_index")
+    fetcher = found[1].f_locals.get("self") if found is not None else None
+    dataset = getattr(fetcher, "dataset", None)
+    if dataset is None:
+        loader = _loader(exc, ctx)
+        dataset = loader.dataset if loader is not None else None
+    getitem = getattr(type(dataset), "__getitem__", None)
+    code = getattr(getitem, "__code__", None)
+    if code is None or file_kind(code.co_filename) != USER:
+        return None
+    try:
+        lines, first = inspect.getsourcelines(getitem)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    returns = [node for node in ast.walk(tree) if isinstance(node, ast.Return)]
+    if len(returns) != 1:
+        return None
+    line = first + _made_line(tree, returns[0], field) - 1
+    info = frame_info(code.co_filename, line, getattr(code, "co_qualname", code.co_name))
+    return {"file": info["file"], "line": line, "code": info["code"], "module": None}
 
 
 def _measured(ctx: ProbeContext | None, exc: BaseException | None,
@@ -99,6 +133,23 @@ def _failing_samples(exc: BaseException | None, ctx: ProbeContext | None
     indices = next(iter(loader.batch_sampler))
     indices = _index_list(indices)
     return [loader.dataset[i] for i in indices], indices, loader.dataset, "loader_first_batch"
+
+
+def _made_line(tree: ast.AST, returned: ast.Return, field: str | None) -> int:
+    """Where the returned field's value was assigned, when it is returned by name."""
+    value = returned.value
+    key = (field or "").split(".")[0]
+    if isinstance(value, ast.Dict):
+        value = next((v for k, v in zip(value.keys, value.values)
+                      if isinstance(k, ast.Constant) and str(k.value) == key), None)
+    elif isinstance(value, (ast.Tuple, ast.List)) and key.isdigit():
+        value = value.elts[int(key)] if int(key) < len(value.elts) else None
+    if not isinstance(value, ast.Name):
+        return returned.lineno
+    assigned = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                and node.lineno < returned.lineno
+                and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)]
+    return max(assigned) if assigned else returned.lineno
 
 
 def _loader(exc: BaseException | None, ctx: ProbeContext | None) -> DataLoader | None:
