@@ -315,12 +315,18 @@ def test_the_device_a_batch_was_moved_to_is_traced_to_the_move():
 
 def test_tensors_without_a_version_or_a_single_shape_are_recorded_without_breaking_the_op():
     model = nn.Linear(3, 2)
-    with Recorder() as recorder:
-        with torch.inference_mode():
-            model(torch.randn(4, 3)).add_(1)
+    with Recorder() as recorder, torch.inference_mode():
+        model(torch.randn(4, 3)).add_(1)
     recording = recorder.to_json()
     written = recording["events"][-1]
     assert written["op"] == "Tensor.add_" and written["outputs"][0]["version"] is None
     assert trace_back({**recording, "failure": {"seq": 99, "inputs": [], "file": None,
                                                 "line": None}},
                       {"message": "is at version 1; expected version 0"})["fix_at"] is None
+
+
+def test_a_checkpoint_saved_from_the_wrapper_is_fixed_where_the_run_saved_it():
+    answer = run_probe("state_dict_diff", crashed("state_dict_saved_wrapped"), {})
+    assert answer["facts"]["prefix_in_checkpoint"] == "module."
+    assert answer["raised_at"]["line"] == marked("state_dict_saved_wrapped", "RAISES")
+    assert answer["fix_at"]["line"] == marked("state_dict_saved_wrapped", "FIX")

@@ -23,6 +23,8 @@ from torchdoctor.patient.probes._failing_frames import (
     find_local,
     innermost_user_site,
 )
+from torchdoctor.patient.recorder.replay import recording_for
+from torchdoctor.provenance.sites import site
 
 PROBE_FACTS = ("checkpoint_keys", "model_keys", "missing_count", "unexpected_count",
                "mismatched_count", "missing_by_layer", "unexpected_by_layer", "size_mismatches",
@@ -68,12 +70,28 @@ def state_dict_diff(ctx: ProbeContext | None) -> dict:
                  other_mismatches=sum(1 for m in mismatches if not m.get("head")),
                  transposed_count=sum(1 for m in mismatches if m.get("transposed")))
     answer = _verdict(facts)
-    # Keys are renamed, stripped or skipped where the checkpoint is loaded: the load call.
+    # Keys are renamed, stripped or skipped where the checkpoint is loaded: the load call;
+    # a checkpoint saved with the wrapper's prefix is fixed where it was saved, when the
+    # failing run saved it itself.
     load = innermost_user_site(exc)
-    site = {**{k: load[k] for k in ("file", "line", "code")}, "module": None} if load else None
-    answer["raised_at"] = site
-    answer["fix_at"] = site if answer["status"] == "fail" else None
+    at_load = ({**{k: load[k] for k in ("file", "line", "code")}, "module": None}
+               if load else None)
+    answer["raised_at"] = at_load
+    answer["fix_at"] = at_load if answer["status"] == "fail" else None
+    if facts["prefix_in_checkpoint"] and ctx is not None and ctx.source == "script":
+        answer["fix_at"] = _saved_at(recording_for(ctx)) or answer["fix_at"]
     return answer
+
+
+def _saved_at(recording: dict) -> dict | None:
+    """The ``torch.save`` that wrote the file the last ``torch.load`` read, in this run."""
+    files = [e for e in recording.get("events") or [] if e.get("kind") == "file"]
+    loads = [e for e in files if e["op"] == "torch.load" and e.get("path")]
+    if not loads or not recording.get("reproduced"):
+        return None
+    saves = [e for e in files if e["op"] == "torch.save" and e.get("path") == loads[-1]["path"]
+             and e["seq"] < loads[-1]["seq"]]
+    return site(saves[-1]) if saves else None
 
 
 def _verdict(facts: dict[str, Any]) -> dict:

@@ -17,6 +17,7 @@ how much of the run it saw and how much fell out of it.
 from __future__ import annotations
 
 import itertools
+import os
 import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,8 @@ DEFAULT_RING = 4096
 _MAX_TENSORS = 8
 # Tensor factories that take no tensor and so never reach a TorchFunctionMode.
 _FACTORIES = ("from_numpy",)
+# Checkpoint files written and read: which save made the checkpoint a load failed on.
+_FILE_OPS = ("save", "load")
 
 
 class Recorder(TorchFunctionMode):
@@ -87,6 +90,9 @@ class Recorder(TorchFunctionMode):
         for name in _FACTORIES:
             original = getattr(torch, name)
             self._patch(torch, name, self._factory(name, original))
+        for name in _FILE_OPS:
+            original = getattr(torch, name)
+            self._patch(torch, name, self._file_op(name, original))
         return super().__enter__()
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
@@ -137,6 +143,20 @@ class Recorder(TorchFunctionMode):
             return out
 
         return factory
+
+    def _file_op(self, name: str, original: Any) -> Any:
+        position = 1 if name == "save" else 0  # save(obj, f), load(f)
+
+        def file_op(*args: Any, **kwargs: Any) -> Any:
+            target = args[position] if len(args) > position else kwargs.get("f")
+            out = original(*args, **kwargs)
+            path = os.fspath(target) if isinstance(target, (str, os.PathLike)) else None
+            self.recorded += 1
+            self.events.append(("file", self.recorded, f"torch.{name}", user_site(2),
+                                os.path.abspath(path) if path else None))
+            return out
+
+        return file_op
 
     def _module_init(self, original: Any) -> Any:
         """Where each module was built: a torch module does only what its arguments say,
@@ -338,6 +358,10 @@ def _event_json(event: tuple) -> dict[str, Any]:
         return {"kind": "op", "seq": seq, "op": name, **site_json(site), **_module_json(module),
                 "inplace": inplace, "inputs": [_as_json(t) for t in inputs],
                 "outputs": [_as_json(t) for t in outputs]}
+    if event[0] == "file":
+        _, seq, name, site, path = event
+        return {"kind": "file", "seq": seq, "op": name, **site_json(site), **_module_json(None),
+                "inplace": False, "inputs": [], "outputs": [], "path": path}
     _, seq, optimizer, site, bumped = event
     params = [{**_as_json(p), "version_before": p[6], "name": p[7]} for p in bumped]
     return {"kind": "optimizer_step", "seq": seq, "op": f"{optimizer}.step", **site_json(site),
