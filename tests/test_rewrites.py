@@ -214,3 +214,19 @@ def test_validating_rewrites_does_not_import_libcst():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_step_between_two_backwards_moves_after_the_last():
+    source = textwrap.dedent('''\
+        for step in range(3):
+            opt_d.zero_grad()
+            d_loss.backward(retain_graph=True)
+            opt_d.step()
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+    ''')
+    patched = make_patches("gan.py", source, {"op": "defer_step"}, 4, {})[0].patched
+    order = [line.strip() for line in patched.splitlines()[1:]]
+    assert order == ["opt_d.zero_grad()", "d_loss.backward(retain_graph=True)", "opt_g.zero_grad()",
+                     "g_loss.backward()", "opt_d.step()", "opt_g.step()"]

@@ -62,6 +62,7 @@ OPERATIONS: dict[str, dict[str, str]] = {
     "sum_losses_one_backward": {},
     "clamp_domain": {},
     "step_after_backward": {},
+    "defer_step": {},
     "optimizer_over_model": {},
     "remove_detach": {},
     "lower_learning_rate": {"factor": "how much lower (default 10)",

@@ -27,6 +27,9 @@ from torchdoctor.rewrites.locate import (
 
 # At most this many alternative places are offered for one operation.
 MAX_CANDIDATES = 3
+# Operations that rewrite the arguments of the call that failed, wherever the fix site is.
+AT_FAILING_CALL = frozenset({"cast_argument", "move_argument", "shift_argument",
+                             "view_as_argument"})
 
 
 class NotApplicable(Exception):
@@ -550,6 +553,36 @@ def remove_detach(src: Source, line, params, fields) -> list[Candidate]:
                       src.line(c)) for c in ranked]
 
 
+@operation("defer_step")
+def defer_step(src: Source, line, params, fields) -> list[Candidate]:
+    """An ``opt.step()`` between two backward passes through one graph moves after the last
+    of them: the step rewrites parameters in place that the later backward still needs."""
+    candidates = []
+    blocks = {src.parents.get(s) for s in src.nodes(
+        cst.SimpleStatementLine, lambda s: bool(_statement_calls(s, "step")))}
+    for block in blocks:
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        body = list(block.body)
+        backwards = [i for i, s in enumerate(body) if _statement_calls(s, "backward")]
+        if len(backwards) < 2:
+            continue
+        last = backwards[-1]
+        early = [s for i, s in enumerate(body) if backwards[0] < i < last
+                 and isinstance(s, cst.SimpleStatementLine) and _statement_calls(s, "step")]
+        if not early:
+            continue
+        rest = [s for s in body if s not in early]
+        position = rest.index(body[last]) + 1
+        moved = [s.with_changes(leading_lines=[]) for s in early]
+        rest[position:position] = moved
+        owners = ", ".join(code(s.body[0]).strip() for s in early)
+        candidates.append(Candidate([(block, block.with_changes(body=rest))],
+                                    f"call {owners} after the last backward", src.line(early[0])))
+    return _need(_ranked_candidates(candidates, line),
+                 "no optimizer step between two backward passes in this file")
+
+
 @operation("lower_learning_rate")
 def lower_learning_rate(src: Source, line, params, fields) -> list[Candidate]:
     """The optimizer's ``lr=`` written out becomes the best rate a sweep measured
@@ -613,7 +646,8 @@ def cast_source(src: Source, line, params, fields) -> list[Candidate]:
     """Where a tensor is made from data (``torch.from_numpy``, ``torch.tensor``, ``.double()``),
     give it the dtype the model computes in."""
     method = str(params["method"])
-    makers = ("from_numpy", "tensor", "as_tensor", "Tensor", "double", "DoubleTensor")
+    makers = ("from_numpy", "tensor", "as_tensor", "Tensor", "double", "DoubleTensor", "full",
+              "ones", "zeros", "empty", "arange", "full_like", "ones_like", "zeros_like")
     found = {}
     for call in src.nodes(cst.Call, lambda c: call_name(c) in makers):
         parent = src.parents.get(call)
