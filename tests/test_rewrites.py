@@ -254,3 +254,10 @@ def test_a_loss_class_given_tensors_is_built_then_called():
     source = "loss = nn.CrossEntropyLoss(y_hat, y)\n"
     patch = make_patches("m.py", source, {"op": "construct_then_call"}, 1, {})[0]
     assert patch.patched == "loss = nn.CrossEntropyLoss()(y_hat, y)\n"
+
+
+def test_the_format_doc_names_every_operation():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "knowledge-format.md").read_text()
+    assert [op for op in CATALOG if f"`{op}`" not in doc] == []
