@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from torchdoctor.linear_regex import compile_linear
+from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boilerplate, warnings_seen
 from torchdoctor.parsing.focus import focus_on_errors
 from torchdoctor.parsing.lines import CleanLines, clean_lines
@@ -38,8 +40,9 @@ from torchdoctor.parsing.signature import message_signature
 __all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
 
 LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
-DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d+)")
-TORCH_LIKE_MESSAGE = re.compile(
+DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d{1,9})\b")
+# Searched through whole lines of a paste, so it runs on RE2 (linear in the line).
+TORCH_LIKE_MESSAGE = compile_linear(
     r"shapes cannot be multiplied|must match the size of tensor|out of bounds|out of range"
     r"|Expected .+ but (?:got|found)|does not require grad|modified by an inplace operation"
     r"|cannot be converted to Scalar|is ambiguous|size mismatch|Error\(s\) in loading"
@@ -47,7 +50,7 @@ TORCH_LIKE_MESSAGE = re.compile(
     r"|Can't pickle|cannot re-initialize|view size is not compatible|Trying to backward"
     r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
     r"|must be a|expected scalar type|Given groups=|Expected input batch_size",
-    re.IGNORECASE,
+    ignore_case=True,
 )
 MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
@@ -85,6 +88,7 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         text = text.decode("utf-8", errors="replace")
     if not isinstance(text, str):
         raise TypeError(f"parse_traceback expects text, not {type(text).__name__}")
+    text = strip_controls(text)
     if not text.strip():
         return None
     lines = clean_lines(focus_on_errors(text))

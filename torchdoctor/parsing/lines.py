@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+from torchdoctor.parsing.controls import strip_controls
+
 BARE_ANSI = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ ]?")
 TIMESTAMP_PREFIX = re.compile(
@@ -33,8 +34,8 @@ class CleanLines:
 
 
 def strip_colour(text: str) -> str:
-    if "\x1b" in text:
-        text = ANSI_ESCAPE.sub("", text)
+    """Control sequences, and colour codes whose ESC was lost on the way (``[31m``)."""
+    text = strip_controls(text)
     if "m" in text and BARE_ANSI.search(text):
         text = BARE_ANSI.sub("", text)
     return text
