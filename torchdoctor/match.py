@@ -410,11 +410,18 @@ def _links(parsed: object) -> list[_Link]:
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
+        # A page or a terminal may break a long message inside a sentence; a pattern
+        # that misses the message as printed is tried on it with the breaks joined.
+        unwrapped = _LINE_BREAK.sub(" ", link.text) if "\n" in link.text else link.text
         lowered = link.text.lower()
+        lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         for pattern in index.patterns:
-            if pattern.literal and pattern.literal not in lowered:
+            if pattern.literal and pattern.literal not in lowered and (
+                    pattern.literal not in lowered_unwrapped):
                 continue
             found = pattern.search(link.text)
+            if not found and unwrapped is not link.text:
+                found = pattern.search(unwrapped)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
@@ -436,6 +443,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
     return list(best.values())
+
+
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 
 
 def _same_type(expected: str, actual: str | None) -> bool:

@@ -22,17 +22,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from torchdoctor.linear_regex import compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boilerplate, warnings_seen
 from torchdoctor.parsing.focus import focus_on_errors
 from torchdoctor.parsing.lines import CleanLines, clean_lines
+from torchdoctor.parsing.loose import LooseError, find_loose_error
 from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
 from torchdoctor.parsing.phase import judge_phase
 from torchdoctor.parsing.scanner import (
     FoundTraceback,
     TracebackScanner,
-    read_exception_line,
     short_type,
 )
 from torchdoctor.parsing.signature import message_signature
@@ -41,20 +40,6 @@ __all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
 
 LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
 DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d{1,9})\b")
-# Searched through whole lines of a paste, so it runs on RE2 (linear in the line).
-TORCH_LIKE_MESSAGE = compile_linear(
-    r"shapes cannot be multiplied|must match the size of tensor|out of bounds|out of range"
-    r"|Expected .+ but (?:got|found)|does not require grad|modified by an inplace operation"
-    r"|cannot be converted to Scalar|is ambiguous|size mismatch|Error\(s\) in loading"
-    r"|device-side assert|CUDA error|out of memory|not implemented for|should be the same"
-    r"|Can't pickle|cannot re-initialize|view size is not compatible|Trying to backward"
-    r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
-    r"|must be a|expected scalar type|Given groups=|Expected input batch_size",
-    ignore_case=True,
-)
-MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
-                    "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
-                    "unexpected", "given groups")
 
 
 @dataclass
@@ -112,6 +97,8 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         extras["truncated"] = not chosen.traceback.complete
         extras["cpp_frames"] = chosen.traceback.cpp_frames
         extras["other_errors"] = _other_errors(candidates, chosen)
+        if not chain[root].message.strip():
+            _message_from_outside(lines, chosen, chain[root], extras)
     else:
         chain = _lone_error(lines, extras)
         root = 0
@@ -174,31 +161,51 @@ def _other_errors(candidates: list[_Candidate], chosen: _Candidate) -> list[str]
 
 
 def _lone_error(lines: CleanLines, extras: dict) -> list[ChainLink]:
-    """A paste without a traceback: a final ``Type: message`` line, or just a message."""
-    scanner = TracebackScanner(lines.texts, lines.log_records)
-    for index, raw in enumerate(lines.texts):
-        stripped = raw.strip()
-        exception = read_exception_line(stripped, strict=True)
-        if exception and not exception[0].endswith("Warning"):
-            full_type, first = exception
-            indent = len(raw) - len(raw.lstrip())
-            message, _ = scanner.read_message(index + 1, first, indent, FoundTraceback(
-                links=[], start=index, end=index, complete=True))
-            extras["source"] = "final_line"
-            return [ChainLink(type=short_type(full_type), message=message,
-                              full_type=full_type)]
-    for raw in lines.texts:
-        lowered = raw.lower()
-        if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
-            continue
-        if TORCH_LIKE_MESSAGE.search(raw) and "Warning: " not in raw:
-            extras["source"] = "message_only"
-            return [ChainLink(type=None, message=raw.strip())]
+    """A paste without a traceback: an error line in any form people write one."""
+    found = find_loose_error(lines.texts, range(len(lines.texts)))
+    if found is not None:
+        extras["source"] = found.source
+        return [_loose_link(lines, found)]
     if extras["cuda_asserts"]:
         first = extras["cuda_asserts"][0]
         extras["source"] = "cuda_assert"
         return [ChainLink(type=None, message=f"Assertion `{first['assertion']}` failed.")]
     return []
+
+
+def _loose_link(lines: CleanLines, found: LooseError) -> ChainLink:
+    """A link for a loose error; a whole ``Type: message`` line keeps its continuation lines."""
+    message = found.message
+    if found.source == "final_line":
+        raw = lines.texts[found.index]
+        indent = len(raw) - len(raw.lstrip())
+        scanner = TracebackScanner(lines.texts, lines.log_records)
+        message, _ = scanner.read_message(found.index + 1, message, indent, FoundTraceback(
+            links=[], start=found.index, end=found.index, complete=True))
+    return ChainLink(type=short_type(found.full_type), message=message,
+                     full_type=found.full_type)
+
+
+def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink,
+                          extras: dict) -> None:
+    """A traceback cut before its exception line takes the error line written elsewhere.
+
+    People often paste the error first and the traceback under it, or the traceback
+    is cut off; the error line then sits before or after the traceback's lines.
+    """
+    start, end = chosen.traceback.start, chosen.traceback.end
+    if lines.ranks[chosen.position] is not None or len(set(lines.ranks)) > 1:
+        return  # one rank's lines were scanned apart; positions do not map back
+    outside = [*range(start - 1, -1, -1), *range(end, len(lines.texts))]
+    found = find_loose_error(lines.texts, outside)
+    if found is None or (link.type and found.full_type
+                         and short_type(found.full_type) != link.type):
+        return
+    adopted = _loose_link(lines, found)
+    link.message = adopted.message
+    if not link.type:
+        link.type, link.full_type = adopted.type, adopted.full_type
+    extras["source"] = "error_line_outside_traceback"
 
 
 def _user_frame(chain: list[ChainLink], root: int) -> Frame | None:

@@ -12,9 +12,19 @@ import re
 from dataclasses import dataclass
 
 from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.parsing.markup import undo_line_markup, undo_markup
 
 BARE_ANSI = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
-RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ ]?")
+RANK_PREFIX = re.compile(
+    r"\[(?:rank|default) ?(?P<rank>\d{1,5})\]:[ ]?"  # torchrun --tee, [rank0]: / [rank 0]:
+    r"|\[\d{1,5},(?P<mpi>\d{1,5})\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
+)
+# A logging record's level, with the logger name before or after it: "ERROR:root:",
+# "trainer - ERROR - " (after its timestamp), loguru's "ERROR    | __main__:main:88 - ".
+LEVEL_PREFIX = re.compile(
+    r"(?:[\w.<>-]{1,100} - )?(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)"
+    r"(?::[\w.<>-]{0,100}:[ ]?|[ \t]*\|[ \t]*[\w.<>:-]{0,200}[ \t]+-[ \t]|[ \t]+-[ \t])"
+)
 TIMESTAMP_PREFIX = re.compile(
     r"\[?\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?\]?"
     r"[ \t]*(?:[|\-][ \t]*)?"
@@ -51,7 +61,7 @@ def _is_quoted_paste(lines: list[str]) -> bool:
 
 
 def clean_lines(text: str) -> CleanLines:
-    text = strip_colour(text)
+    text = undo_markup(strip_colour(text))
     lines = text.splitlines()
     if _is_quoted_paste(lines):
         lines = [
@@ -64,24 +74,31 @@ def clean_lines(text: str) -> CleanLines:
     for line in lines:
         if len(line) > LONGEST_LINE:
             line = line[:LONGEST_LINE]
+        if "`" in line or "python-" in line or "Process " in line:
+            line = undo_line_markup(line)
         rank = None
         record = False
         first = line[:1]
         if first == "[" or first.isdigit() or first in "IWEF":
-            match = RANK_PREFIX.match(line)
-            if match:
-                rank = int(match.group(1))
-                line = line[match.end():]
+            rank, line = _rank(line)
             match = TIMESTAMP_PREFIX.match(line) or GLOG_PREFIX.match(line)
             if match:
                 record = True
                 line = line[match.end():]
                 if rank is None:
-                    match = RANK_PREFIX.match(line)
-                    if match:
-                        rank = int(match.group(1))
-                        line = line[match.end():]
+                    rank, line = _rank(line)
+        if " - " in line[:120] or ":" in line[:10]:
+            match = LEVEL_PREFIX.match(line)
+            line = line[match.end():] if match else line
         texts.append(line.rstrip())
         ranks.append(rank)
         records.append(record)
     return CleanLines(texts, ranks, records)
+
+
+def _rank(line: str) -> tuple[int | None, str]:
+    """The rank a launcher's prefix names, and the line without the prefix."""
+    match = RANK_PREFIX.match(line)
+    if not match:
+        return None, line
+    return int(match["rank"] or match["mpi"]), line[match.end():]
