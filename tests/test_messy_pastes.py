@@ -181,3 +181,48 @@ def test_an_error_line_anywhere_never_gives_an_empty_message():
              "line 456, in _conv_forward\n")
     parsed = parse_traceback(paste)
     assert parsed.message == CHANNELS
+
+
+def test_a_label_line_before_the_error_is_not_the_error():
+    paste = ("It fails inside the loss:\n\nError:-\nRuntimeError: Assertion `cur_target >= 0 && "
+             "cur_target < n_classes' failed.  at /pytorch/aten/src/THNN/generic/"
+             "ClassNLLCriterion.c:93\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError"
+    assert parsed.message.startswith("Assertion `cur_target >= 0")
+
+
+def test_an_exception_after_words_in_another_script():
+    paste = ("训练到一半报错：RuntimeError: DataLoader worker (pid 3127) is killed by signal: "
+             "Bus error. It is possible that dataloader's workers are out of shared memory.\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError"
+    assert parsed.message.startswith("DataLoader worker (pid 3127) is killed by signal: Bus")
+
+
+def test_a_traceback_flattened_onto_one_line():
+    paste = ('File "/srv/env/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1786, '
+             "in _call_impl return forward_call(*args, **kwargs) ^^^^^^^^^^ File \"/srv/app/"
+             'infer.py", line 40, in forward prompt = torch.load(prompt_path) ^^^^^^^^^^ File '
+             '"/srv/env/lib/python3.11/site-packages/torch/serialization.py", line 1553, in load '
+             "raise pickle.UnpicklingError(_get_wo_message(str(e))) from None "
+             "_pickle.UnpicklingError: Weights only load failed. WeightsUnpickler error: "
+             "Unsupported operand 118\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "UnpicklingError"
+    assert parsed.message.startswith("Weights only load failed.")
+
+
+def test_a_line_logged_at_error_level_is_an_error_line():
+    paste = ("2021-06-11T08:12:40 | trainer.loop: Starting training...\n"
+             "ERROR: Unexpected bus error encountered in worker. This might be caused by "
+             "insufficient shared memory (shm).\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message.startswith("Unexpected bus error encountered in worker.")
+
+
+def test_an_old_torch_wording_alone_is_an_error_line():
+    paste = ("log:\nTHCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=34 error=10 : invalid "
+             "device ordinal\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message.startswith("THCudaCheck FAIL") and parsed.message.endswith("ordinal")

@@ -524,6 +524,10 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         candidates = _match_patterns(index, [_Link(None, tail, 1.0)], None)
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
+    if not candidates and parsed is not None and _value(parsed, "type") is None:
+        # A sentence that merely reads like an error ("runs out of memory") is prose:
+        # the whole description is read for symptoms, not that one sentence.
+        message = tail
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits.

@@ -162,7 +162,7 @@ def _other_errors(candidates: list[_Candidate], chosen: _Candidate) -> list[str]
 
 def _lone_error(lines: CleanLines, extras: dict) -> list[ChainLink]:
     """A paste without a traceback: an error line in any form people write one."""
-    found = find_loose_error(lines.texts, range(len(lines.texts)))
+    found = find_loose_error(lines.texts, range(len(lines.texts)), lines.error_records)
     if found is not None:
         extras["source"] = found.source
         return [_loose_link(lines, found)]
@@ -192,12 +192,16 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
 
     People often paste the error first and the traceback under it, or the traceback
     is cut off; the error line then sits before or after the traceback's lines.
+    Nearest first: the lines above, closest first, then those below.
     """
     start, end = chosen.traceback.start, chosen.traceback.end
     if lines.ranks[chosen.position] is not None or len(set(lines.ranks)) > 1:
         return  # one rank's lines were scanned apart; positions do not map back
     outside = [*range(start - 1, -1, -1), *range(end, len(lines.texts))]
-    found = find_loose_error(lines.texts, outside)
+    # Then the traceback's own lines: a traceback flattened onto one line carries its
+    # exception in the middle of a "frame".
+    found = (find_loose_error(lines.texts, outside, lines.error_records)
+             or find_loose_error(lines.texts, range(start, min(end, len(lines.texts)))))
     if found is None or (link.type and found.full_type
                          and short_type(found.full_type) != link.type):
         return

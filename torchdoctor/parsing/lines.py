@@ -9,7 +9,7 @@ because a timestamp is the surest sign that an exception message has ended.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.markup import undo_line_markup, undo_markup
@@ -20,10 +20,11 @@ RANK_PREFIX = re.compile(
     r"|\[\d{1,5},(?P<mpi>\d{1,5})\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
 )
 # A logging record's level, with the logger name before or after it: "ERROR:root:",
-# "trainer - ERROR - " (after its timestamp), loguru's "ERROR    | __main__:main:88 - ".
+# "ERROR: ", "trainer - ERROR - " (after its timestamp), loguru's
+# "ERROR    | __main__:main:88 - ".
 LEVEL_PREFIX = re.compile(
-    r"(?:[\w.<>-]{1,100} - )?(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)"
-    r"(?::[\w.<>-]{0,100}:[ ]?|[ \t]*\|[ \t]*[\w.<>:-]{0,200}[ \t]+-[ \t]|[ \t]+-[ \t])"
+    r"(?:[\w.<>-]{1,100} - )?(?P<level>CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)"
+    r"(?::[\w.<>-]{0,100}:[ ]?|:[ \t]|[ \t]*\|[ \t]*[\w.<>:-]{0,200}[ \t]+-[ \t]|[ \t]+-[ \t])"
 )
 TIMESTAMP_PREFIX = re.compile(
     r"\[?\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?\]?"
@@ -41,6 +42,9 @@ class CleanLines:
     texts: list[str]
     ranks: list[int | None]
     log_records: list[bool]
+    # Logged at an error level (ERROR, CRITICAL, FATAL, glog's E and F): an error line
+    # even when its words are not an exception's.
+    error_records: list[bool] = field(default_factory=list)
 
 
 def strip_colour(text: str) -> str:
@@ -71,29 +75,34 @@ def clean_lines(text: str) -> CleanLines:
     texts: list[str] = []
     ranks: list[int | None] = []
     records: list[bool] = []
+    errors: list[bool] = []
     for line in lines:
         if len(line) > LONGEST_LINE:
             line = line[:LONGEST_LINE]
         if "`" in line or "python-" in line or "Process " in line:
             line = undo_line_markup(line)
         rank = None
-        record = False
+        record = error = False
         first = line[:1]
         if first == "[" or first.isdigit() or first in "IWEF":
             rank, line = _rank(line)
             match = TIMESTAMP_PREFIX.match(line) or GLOG_PREFIX.match(line)
             if match:
                 record = True
+                error = match.group(0).lstrip("[")[:1] in "EF" and match.re is GLOG_PREFIX
                 line = line[match.end():]
                 if rank is None:
                     rank, line = _rank(line)
-        if " - " in line[:120] or ":" in line[:10]:
+        if " - " in line[:120] or ":" in line[:10] or "|" in line[:12]:
             match = LEVEL_PREFIX.match(line)
-            line = line[match.end():] if match else line
+            if match:
+                error = error or match["level"] in ("ERROR", "CRITICAL", "FATAL")
+                line = line[match.end():]
         texts.append(line.rstrip())
         ranks.append(rank)
         records.append(record)
-    return CleanLines(texts, ranks, records)
+        errors.append(error)
+    return CleanLines(texts, ranks, records, errors)
 
 
 def _rank(line: str) -> tuple[int | None, str]:

@@ -30,20 +30,27 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|Can't pickle|cannot re-initialize|view size is not compatible|Trying to backward"
     r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
     r"|must be a|expected scalar type|Given groups=|Expected input batch_size"
-    r"|hit config\.\w+_limit|Attempting to unscale",
+    r"|hit config\.\w+_limit|Attempting to unscale"
+    # wordings of torch before 1.8, and of today's accelerator and OOM messages
+    r"|THCudaCheck FAIL|cuda runtime error|invalid device ordinal|CUDNN_STATUS_\w+"
+    r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
+    r"|not supported on CUDAType|Cannot access accelerator device|has a total capacity"
+    r"|The offending index is|is invalid for input with",
     ignore_case=True,
 )
 MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
-                    "unexpected", "given groups", "hit config", "attempting")
+                    "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
+                    "cudnn_status", "capacity", "offending")
 # "the step failed with RuntimeError: …": an exception line after other words.
 EMBEDDED_EXCEPTION = compile_linear(
-    r"(?:^|[\s(\[:,;'\"“`])(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): (?P<message>\S.*)")
+    r"(?:^|\W)(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): (?P<message>\S.*)")
 # ValueError(Attempting to …) / ValueError('…'): the text is read up to the matching parenthesis.
 REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
                               + "|".join(s for s in EXCEPTION_SUFFIXES if s != "Warning")
                               + r"))\(")
 QUOTED = compile_linear(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
+LABELS = frozenset({"Error", "Exception", "error"})
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
 
@@ -55,11 +62,16 @@ class LooseError:
     full_type: str | None
     message: str
     index: int  # the line it was read from
-    source: str  # which form: final_line, embedded, repr, quoted, message_only
+    source: str  # which form: final_line, embedded, repr, quoted, message_only, error_record
 
 
-def find_loose_error(texts: list[str], indices: Iterable[int]) -> LooseError | None:
-    """The most certain error among the lines at ``indices``; the first one within a form."""
+def find_loose_error(texts: list[str], indices: Iterable[int],
+                     error_records: list[bool] | None = None) -> LooseError | None:
+    """The most certain error among the lines at ``indices``; the first one within a form.
+
+    ``error_records`` marks lines a logger wrote at an error level; when no line reads
+    as an error by its words, the first of those is the error.
+    """
     chosen = list(indices)
     readers: list[Callable[[str, int], LooseError | None]] = [
         _exception_line, _embedded_or_repr, _quoted, _message_only]
@@ -68,6 +80,9 @@ def find_loose_error(texts: list[str], indices: Iterable[int]) -> LooseError | N
             found = reader(texts[index], index)
             if found is not None:
                 return found
+    for index in chosen:
+        if error_records and error_records[index] and any(c.isalpha() for c in texts[index]):
+            return LooseError(None, texts[index].strip(), index, "error_record")
     for index in chosen:
         if texts[index].strip().startswith(RECOMPILE_REASON):
             found = _message_only(texts[index], index, reasons=True)
@@ -81,12 +96,14 @@ def _exception_line(raw: str, index: int) -> LooseError | None:
     if not exception or exception[0].endswith("Warning"):
         return None
     full_type, message = _unlabelled(*exception)
+    if full_type in LABELS and not any(c.isalnum() for c in message):
+        return None  # "Error:-" introducing the real error on the next line
     return LooseError(full_type, message, index, "final_line")
 
 
 def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
     """``Error: RuntimeError: …`` is a label before the real exception line."""
-    if full_type in ("Error", "Exception", "error"):
+    if full_type in LABELS:
         inner = read_exception_line(message.strip(), strict=True)
         if inner:
             return inner
@@ -94,17 +111,18 @@ def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
 
 
 def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
-    if "(" in raw and not raw.lstrip().startswith(("raise ", "except ")):
-        opening = REPR_OPENING.search(raw)
-        if opening:
-            text = _balanced(raw, opening.end())
-            if text is not None and text.strip():
-                return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
     if ": " in raw:
         embedded = EMBEDDED_EXCEPTION.search(raw)
         if embedded and not embedded["type"].endswith("Warning"):
             message = embedded["message"].rstrip().rstrip("`\"”'").rstrip()
             return LooseError(embedded["type"], message, index, "embedded")
+    if "(" in raw:
+        opening = REPR_OPENING.search(raw)
+        # Code that raises the exception (a frame's source line) is not the error itself.
+        if opening and not raw[:opening.start(1)].rstrip().endswith(("raise", "except")):
+            text = _balanced(raw, opening.end())
+            if text is not None and text.strip():
+                return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
     return None
 
 
