@@ -226,3 +226,27 @@ def test_an_old_torch_wording_alone_is_an_error_line():
              "device ordinal\n")
     parsed = parse_traceback(paste)
     assert parsed.message.startswith("THCudaCheck FAIL") and parsed.message.endswith("ordinal")
+
+
+def test_the_lines_a_message_opens_with_a_colon_come_with_it(kb):
+    paste = ("Loading my checkpoint gives RuntimeError: Error(s) in loading state_dict for "
+             "Net:\n\tMissing key(s) in state_dict: \"conv1.weight\", \"fc.bias\".\n"
+             "\tUnexpected key(s) in state_dict: \"module.conv1.weight\", \"module.fc.bias\".\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message.startswith("Error(s) in loading state_dict for Net:\n")
+    assert "Unexpected key(s)" in parsed.message
+    assert top(paste, kb) == "state_dict.module_prefix"
+
+
+def test_prose_in_another_script_after_the_message_is_left_out():
+    paste = ("RuntimeError: Expected object of scalar type Float but got scalar type Double for "
+             "argument #2 'mat2'，换了数据类型还是不行，为什么？\n")
+    assert parse_traceback(paste).message.endswith("for argument #2 'mat2'")
+
+
+def test_an_error_printed_straight_after_a_progress_bar():
+    paste = ("Valid epoch 1:   9%|███▍                        | 1/11 [00:01<00:13,  1.33s/it]"
+             "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == ("RuntimeError",
+                                             "CUDA out of memory. Tried to allocate 20.00 MiB")

@@ -174,9 +174,16 @@ def _lone_error(lines: CleanLines, extras: dict) -> list[ChainLink]:
 
 
 def _loose_link(lines: CleanLines, found: LooseError) -> ChainLink:
-    """A link for a loose error; a whole ``Type: message`` line keeps its continuation lines."""
+    """A link for a loose error, with its continuation lines where torch prints some.
+
+    A whole ``Type: message`` line keeps what follows it, as in a traceback; a message
+    found elsewhere on a line keeps it only when it ends in a colon, the way torch
+    opens a list ("Error(s) in loading state_dict for Net:").
+    """
     message = found.message
-    if found.source == "final_line":
+    if found.source == "final_line" or (
+            found.source in ("embedded", "message_only", "error_record")
+            and message.rstrip().endswith(":")):
         raw = lines.texts[found.index]
         indent = len(raw) - len(raw.lstrip())
         scanner = TracebackScanner(lines.texts, lines.log_records)

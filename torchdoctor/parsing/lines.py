@@ -32,6 +32,10 @@ TIMESTAMP_PREFIX = re.compile(
 )
 GLOG_PREFIX = re.compile(r"\[?[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +(?:\d+ )?[\w./-]+:\d+\][ ]?")
 QUOTE_PREFIX = re.compile(r"(?:>[ ]?)+")
+# A tqdm bar that an error was printed straight after, on the same line:
+# "epoch 1:   9%|██▍      | 1/11 [00:01<00:13,  1.33s/it]THCudaCheck FAIL …".
+PROGRESS_BAR_BEFORE = re.compile(
+    r".{0,200}?\d{1,3}%\|[^|\n]{0,300}\|[^\[\n]{0,80}\[[^\]\n]{0,100}\]")
 LONGEST_LINE = 65_536
 
 
@@ -81,6 +85,9 @@ def clean_lines(text: str) -> CleanLines:
             line = line[:LONGEST_LINE]
         if "`" in line or "python-" in line or "Process " in line:
             line = undo_line_markup(line)
+        if "%|" in line:
+            match = PROGRESS_BAR_BEFORE.match(line)
+            line = line[match.end():] if match and line[match.end():].strip() else line
         rank = None
         record = error = False
         first = line[:1]

@@ -55,6 +55,17 @@ RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
 
 
+# Prose in another script after the message on the same line ("…instead，这是为什么？"):
+# torch's messages are ASCII apart from paths, so the message ends where CJK or
+# full-width text begins.
+OTHER_SCRIPT = compile_linear(r"[\x{3000}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}]")
+
+
+def _own_words(message: str) -> str:
+    found = OTHER_SCRIPT.search(message) if not message.isascii() else None
+    return message[:found.start()].rstrip() if found and found.start() > 0 else message
+
+
 @dataclass
 class LooseError:
     """An error read from one line: its type when the line names one, and its message."""
@@ -98,7 +109,7 @@ def _exception_line(raw: str, index: int) -> LooseError | None:
     full_type, message = _unlabelled(*exception)
     if full_type in LABELS and not any(c.isalnum() for c in message):
         return None  # "Error:-" introducing the real error on the next line
-    return LooseError(full_type, message, index, "final_line")
+    return LooseError(full_type, _own_words(message), index, "final_line")
 
 
 def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
@@ -114,7 +125,7 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
     if ": " in raw:
         embedded = EMBEDDED_EXCEPTION.search(raw)
         if embedded and not embedded["type"].endswith("Warning"):
-            message = embedded["message"].rstrip().rstrip("`\"”'").rstrip()
+            message = _own_words(embedded["message"]).rstrip().rstrip("`\"”'").rstrip()
             return LooseError(embedded["type"], message, index, "embedded")
     if "(" in raw:
         opening = REPR_OPENING.search(raw)
@@ -178,4 +189,4 @@ def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | N
         return None
     if "Warning: " in stripped or not TORCH_LIKE_MESSAGE.search(stripped):
         return None
-    return LooseError(None, stripped, index, "message_only")
+    return LooseError(None, _own_words(stripped), index, "message_only")
