@@ -12,9 +12,17 @@ Torch-free, pure and deterministic. Choices worth knowing:
   error; for ``context`` chains it is the original failure, and the later link is
   usually a bug in the handling code that disappears once the original is fixed.
   A DataLoader worker wrapper's inner traceback becomes its own link and the root.
-* No traceback: a lone ``SomeError: message`` line, then a bare torch-like message
-  (``type`` None), then CUDA assert lines; ``None`` only when nothing reads as an
+* No traceback: an error line in any form people write one (``parsing/loose.py``: a
+  ``SomeError: message`` line, one after other words, the exception's repr, a message
+  quoted in a sentence, a bare torch-like message with ``type`` None, a line logged
+  at an error level), then CUDA assert lines; ``None`` only when nothing reads as an
   error, so the caller can try the prose-symptom path.
+* A traceback cut before its exception line takes the error line written above or
+  below it (``extras["source"] == "error_line_outside_traceback"``), so an error line
+  anywhere in the paste never leaves the message empty.
+* ``extras["source"]`` says where the message came from: ``traceback``,
+  ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``,
+  ``error_record``, ``cuda_assert`` or ``error_line_outside_traceback``.
 """
 
 from __future__ import annotations
