@@ -250,3 +250,17 @@ def test_an_error_printed_straight_after_a_progress_bar():
     parsed = parse_traceback(paste)
     assert (parsed.type, parsed.message) == ("RuntimeError",
                                              "CUDA out of memory. Tried to allocate 20.00 MiB")
+
+
+def test_a_quoted_exception_line_ends_at_its_quote():
+    paste = ('Calling int() on the result raises "ValueError: only one element tensors can be '
+             'converted to Python scalars" at the line with torch.where. Seen this before?\n')
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "ValueError", "only one element tensors can be converted to Python scalars")
+
+
+def test_curly_quotes_from_a_page_are_straightened(kb):
+    paste = "TypeError: ‘Tensor’ object is not callable\n"
+    assert parse_traceback(paste).message == "'Tensor' object is not callable"
+    assert top(paste, kb) == "other.tensor_not_callable"

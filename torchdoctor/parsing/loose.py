@@ -50,6 +50,7 @@ REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
                               + "|".join(s for s in EXCEPTION_SUFFIXES if s != "Warning")
                               + r"))\(")
 QUOTED = compile_linear(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
+CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'"}
 LABELS = frozenset({"Error", "Exception", "error"})
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
@@ -125,7 +126,12 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
     if ": " in raw:
         embedded = EMBEDDED_EXCEPTION.search(raw)
         if embedded and not embedded["type"].endswith("Warning"):
-            message = _own_words(embedded["message"]).rstrip().rstrip("`\"”'").rstrip()
+            message = embedded["message"]
+            opening = embedded.group(0)[0]
+            if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
+                # 'I get "ValueError: …" at this line': the quote ends the message.
+                message = message[:message.find(CLOSING_QUOTE[opening])]
+            message = _own_words(message).rstrip().rstrip("`\"”'").rstrip()
             return LooseError(embedded["type"], message, index, "embedded")
     if "(" in raw:
         opening = REPR_OPENING.search(raw)
