@@ -264,3 +264,15 @@ def test_curly_quotes_from_a_page_are_straightened(kb):
     paste = "TypeError: ‘Tensor’ object is not callable\n"
     assert parse_traceback(paste).message == "'Tensor' object is not callable"
     assert top(paste, kb) == "other.tensor_not_callable"
+
+
+def test_the_message_inside_a_sentence_in_another_language():
+    paste = ("torch.cuda.is_available() は True なのに、学習を始めると Expected all tensors to be "
+             "on the same device, but found at least two devices, cuda:0 and cpu! が出ます。\n")
+    assert parse_traceback(paste).message == DEVICES
+
+
+def test_a_question_under_the_error_line_is_not_part_of_it():
+    for question in ("Excuse me, how to solve this error?", "第一次运行正常，现在出错了。"):
+        paste = f"RuntimeError: CUDA error: invalid device ordinal\n{question}\n"
+        assert parse_traceback(paste).message == "CUDA error: invalid device ordinal"

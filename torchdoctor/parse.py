@@ -197,8 +197,20 @@ def _loose_link(lines: CleanLines, found: LooseError) -> ChainLink:
         scanner = TracebackScanner(lines.texts, lines.log_records)
         message, _ = scanner.read_message(found.index + 1, message, indent, FoundTraceback(
             links=[], start=found.index, end=found.index, complete=True))
+        message = _without_prose(message)
     return ChainLink(type=short_type(found.full_type), message=message,
                      full_type=found.full_type)
+
+
+def _without_prose(message: str) -> str:
+    """Continuation lines up to the first one a person wrote: a question, an exclamation,
+    or words in another script ("Excuse me, how to solve this?" under the error)."""
+    lines = message.split("\n")
+    for position, line in enumerate(lines[1:], start=1):
+        stripped = line.strip()
+        if stripped.endswith(("?", "!", "？", "！")) or (stripped and not stripped[0].isascii()):
+            return "\n".join(lines[:position]).rstrip()
+    return message
 
 
 def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink,

@@ -62,9 +62,21 @@ RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
 OTHER_SCRIPT = compile_linear(r"[\x{3000}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}]")
 
 
-def _own_words(message: str) -> str:
-    found = OTHER_SCRIPT.search(message) if not message.isascii() else None
-    return message[:found.start()].rstrip() if found and found.start() > 0 else message
+def _own_words(message: str, start: int = 0) -> str:
+    """The run of ``message`` around ``start`` that holds no other-script text."""
+    if message.isascii():
+        return message
+    found = OTHER_SCRIPT.search(message, start)
+    end = found.start() if found else len(message)
+    begin = start
+    while begin > 0 and not _other_script(message[begin - 1]):
+        begin -= 1
+    return message[begin:end].strip() or message
+
+
+def _other_script(char: str) -> bool:
+    code = ord(char)
+    return 0x3000 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xFF00 <= code <= 0xFFEF
 
 
 @dataclass
@@ -193,6 +205,7 @@ def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | N
     lowered = stripped.lower()
     if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
         return None
-    if "Warning: " in stripped or not TORCH_LIKE_MESSAGE.search(stripped):
+    found = TORCH_LIKE_MESSAGE.search(stripped) if "Warning: " not in stripped else None
+    if found is None:
         return None
-    return LooseError(None, _own_words(stripped), index, "message_only")
+    return LooseError(None, _own_words(stripped, found.start()), index, "message_only")
