@@ -28,6 +28,8 @@ PIECES = [
     "UserWarning: ", "loss ", "nan", "10 classes", "epoch 3", "100%|", "----> 12 ",
     "Cell In[3], line 4\n", "\x1b[31m", "\x1b]8;;http://x\x1b\\", "\x1b]52;c;eA==\x07", "\x9b",
     "\x00", "\r", "C:\\Users\\ada\\", "/home/ada/", "0x7f3a", "é", "```", "**", "&gt;",
+    "ERROR:root:", "2024-01-01 00:00:00 - trainer - ERROR - ", "[rank 1]: ", "ValueError(",
+    "“", "”", "，改了", "Error:-", " raised \"", "| 1/11 [00:01<00:13,  1.33s/it]",
 ]
 RUNS = st.tuples(st.sampled_from(["a", "1", " ", ":", "(", "[", "/", ".", "-", "e", "\\"]),
                  st.integers(min_value=1, max_value=20_000)).map(lambda run: run[0] * run[1])

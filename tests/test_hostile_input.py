@@ -62,6 +62,8 @@ HOSTILE = {
     "a 5 MB line after a traceback": TRACEBACK.format("bad") + "ab " * (5 * 2**20 // 3),
     "a 64 KB line before a kernel assertion": "a" * 65_536 + " Assertion `t >= 0` failed.",
     "many 'Expected' in one line": "Expected " * 7_000,
+    "6,000 backtick-quoted spans in one line": "Assertion `" * 6_000,
+    "6,000 repr openings in one line": "ValueError(" * 6_000,
     "20,000 digits before a progress bar": TRACEBACK.replace("train.py", "1" * 20_000 + "%|"),
     "a 4,400-digit IPython line number": "----> " + "9" * 4_400 + " x = 1\n",
 }

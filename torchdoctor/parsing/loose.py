@@ -15,6 +15,7 @@ is there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -49,7 +50,9 @@ EMBEDDED_EXCEPTION = compile_linear(
 REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
                               + "|".join(s for s in EXCEPTION_SUFFIXES if s != "Warning")
                               + r"))\(")
-QUOTED = compile_linear(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
+# Python's re here: its finditer walks a line once, where RE2's wrapper would convert
+# the line's offsets again for every span. Each span is bounded, so the walk is linear.
+QUOTED = re.compile(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
 CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'"}
 LABELS = frozenset({"Error", "Exception", "error"})
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
@@ -183,18 +186,13 @@ def _unquoted(text: str) -> str:
 def _quoted(raw: str, index: int) -> LooseError | None:
     if '"' not in raw and "“" not in raw and "`" not in raw:
         return None
-    position = 0
-    while position < len(raw):
-        found = QUOTED.search(raw, position)
-        if found is None:
-            return None
+    for found in QUOTED.finditer(raw):
         span = (found["a"] or found["b"] or found["c"]).strip()
         exception = read_exception_line(span, strict=True)
         if exception and not exception[0].endswith("Warning"):
             return LooseError(*_unlabelled(*exception), index, "quoted")
         if TORCH_LIKE_MESSAGE.search(span):
             return LooseError(None, span, index, "quoted")
-        position = found.end()
     return None
 
 
