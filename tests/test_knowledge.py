@@ -245,6 +245,14 @@ def test_a_planted_pickle_in_the_cache_runs_nothing(tmp_path):
     assert json.loads(_cache_files(tmp_path)[0].read_text())["format"]
 
 
+def test_the_cache_gives_back_what_the_yaml_gave(tmp_path):
+    built = load_knowledge(include_user=False, use_cache=False)
+    load_knowledge(include_user=False)
+    cached = load_knowledge(include_user=False)
+    assert cached.entries == built.entries
+    assert any(h.fix and h.fix.rewrites for e in cached.entries for h in e.hypotheses)
+
+
 def test_the_cache_directory_and_files_are_private(tmp_path):
     load_knowledge(include_user=False)
     directory = tmp_path / "cache" / "torchdoctor"

@@ -82,6 +82,7 @@ def _dump_hypothesis(hypothesis: Hypothesis) -> dict:
         "predicts": hypothesis.predicts, "probe": hypothesis.probe, "params": hypothesis.params,
         "confirm": hypothesis.confirm, "reject": hypothesis.reject,
         "fix": None if fix is None else [fix.summary, fix.before, fix.after],
+        "rewrites": [] if fix is None else fix.rewrites,
     }
 
 
@@ -133,12 +134,22 @@ def _hypothesis(raw: Any) -> Hypothesis:
     fix = raw["fix"]
     if fix is not None:
         summary, before, after = (_text(part) for part in _sized_lists([fix], 3)[0])
-        fix = Fix(summary, before, after)
+        fix = Fix(summary, before, after, [_rewrite(item) for item in _list(raw["rewrites"])])
     return Hypothesis(
         id=_text(raw["id"]), statement=_text(raw["statement"]), why=_text(raw["why"]),
         predicts=_text(raw["predicts"]), probe=probe, params=_mapping(raw["params"]),
         confirm=_list(raw["confirm"]), reject=_list(raw["reject"]), fix=fix,
     )
+
+
+def _rewrite(raw: Any) -> dict:
+    """A fix's rewrite operation, held to the same catalogue as when it was loaded."""
+    from torchdoctor.rewrites.catalog import check_rewrite
+
+    raw = _mapping(raw)
+    if set(raw) != {"op", "params"} or check_rewrite(raw):
+        raise _Foreign
+    return {"op": _text(raw["op"]), "params": _mapping(raw["params"])}
 
 
 def _mapping(value: Any) -> dict:
