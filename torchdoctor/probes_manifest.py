@@ -190,6 +190,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "first_bad",
                 "runs",
                 "steps",
+                "glue",
             ),
         ),
         ProbeSpec(
@@ -266,6 +267,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "zero_grad_called",
                 "accumulating",
                 "step_before_backward",
+                "zero_grad_before_step",
                 "eval_mode_during_training",
                 "eval_modules",
                 "backward_calls",
@@ -321,6 +323,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "curve",
                 "steps_run",
                 "used_train_step",
+                "steps_to_fit",
+                "patience_steps",
             ),
         ),
         ProbeSpec(
