@@ -12,6 +12,7 @@ whose expected entry did not come first: id, expected, got.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections import Counter
@@ -75,6 +76,16 @@ def main() -> int:
           f"{len(wanted)} entries):")
     for entry_id, count in wanted.most_common():
         print(f"  {count:>4}  {entry_id}")
+
+    if not (args.form or args.category):
+        overall = figures(outcomes)
+        print("\nfloors for tests/test_corpus.py (one point below today's figures):")
+        for name, key in (("FLOOR_TOP1_CATEGORY", "top1_category"),
+                          ("FLOOR_TOP1_ENTRY", "top1_entry"), ("FLOOR_TOP3_ENTRY", "top3_entry")):
+            print(f"  {name} = {max(math.floor(overall[key] * 100) - 1, 0) / 100:.2f}")
+        print(f"  CEILING_NOTHING_MATCHED = "
+              f"{min(math.ceil(overall['nothing_matched'] * 100) + 1, 100) / 100:.2f}")
+        print(f"  MIN_CASES = {len(outcomes)}")
 
     misses = [o for o in outcomes if o.case.expected and not o.top1_entry]
     print(f"\nmisses with an entry in the knowledge base: {len(misses)}")
