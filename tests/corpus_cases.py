@@ -252,10 +252,10 @@ def score(cases: list[Case], kb: object) -> list[Outcome]:
 
     outcomes = []
     for case in cases:
-        matches = diagnose(case.paste, kb).matches
-        got = [(m.entry.id, m.entry.category) for m in matches if m.kind == "match"]
-        resembling = [(m.entry.id, m.entry.category) for m in matches if m.kind == "similar"]
-        top = next((m.score for m in matches if m.kind == "match"), None)
+        diagnosis = diagnose(case.paste, kb)
+        got = [(m.entry.id, m.entry.category) for m in diagnosis.matches]
+        resembling = [(m.entry.id, m.entry.category) for m in diagnosis.similar]
+        top = diagnosis.matches[0].score if diagnosis.matches else None
         outcomes.append(Outcome(case, got, resembling, top))
     return outcomes
 

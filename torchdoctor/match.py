@@ -30,8 +30,8 @@ type and a pattern agree and no other entry's pattern matched — names the
 right entry at least 95 % of the time; below it a match is worded as a guess.
 
 No dead ends: when nothing is recognised, the entries that resemble the paste
-most (``similar.py``) are returned with ``kind="similar"`` and a score below
-every recognised tier, with the question that tells them apart; and an error
+most (``similar.py``) are returned in ``Diagnosis.similar`` (``kind="similar"``,
+never in ``matches``) with a score below every recognised tier, with the question that tells them apart; and an error
 another library raised is named with its frame (``raised_by.py``).
 
 Speed: each pattern's regex has a *required literal*: the longest run of
@@ -302,13 +302,15 @@ class Diagnosis:
     error: object | None  # a ParsedError when the text held one
     matches: list[Match] = field(default_factory=list)
     prose_fields: dict = field(default_factory=dict)
-    question: str | None = None  # tells "similar" matches apart
+    # When nothing is recognised: the entries it resembles, and the question between them.
+    similar: list[Match] = field(default_factory=list)
+    question: str | None = None
     raised_by: dict | None = None  # another library raised the error: which, and where
 
     @property
     def kind(self) -> str:
         """"match" (recognised), "similar" (only resembles entries) or "nothing"."""
-        return self.matches[0].kind if self.matches else "nothing"
+        return "match" if self.matches else "similar" if self.similar else "nothing"
 
     def to_dict(self) -> dict:
         if self.error is not None:
@@ -324,6 +326,7 @@ class Diagnosis:
             "question": self.question,
             "symptom_fields": dict(self.prose_fields),
             "matches": [match.to_dict() for match in self.matches],
+            "similar": [match.to_dict() for match in self.similar],
         }
 
 
@@ -599,7 +602,7 @@ def _add_similar(diagnosis: Diagnosis, index: MatchIndex, query: str, prose_fiel
         match = _build_match(_Candidate(resemblance.entry, resemblance.score, reason, {}),
                              prose_fields, message)
         match.kind = "similar"
-        diagnosis.matches.append(match)
+        diagnosis.similar.append(match)
     diagnosis.question = similar.telling_question([r.entry for r in found])
 
 

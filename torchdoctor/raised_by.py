@@ -40,12 +40,12 @@ def raised_by(error: object | None) -> dict | None:
     module = full.rsplit(".", 1)[0] if "." in full else ""
     library = module.split(".")[0]
     if library and library not in _TORCH + _BUILTIN_MODULES and not library.startswith("_"):
-        return _found(library, f"{library} raised {kind or full}", frame)
+        return _found(library, f"{kind or full} from {library}", frame)
     found = _PACKAGE_DIR.search(str(getattr(frame, "file", "") or "")) if frame else None
     if found:
         package = found.group(1).split(".")[0].split("-")[0]
         if package not in _TORCH:
-            return _found(package, f"{package} raised {kind or 'this error'}", frame)
+            return _found(package, f"{kind or 'an error'} from {package}", frame)
     return None
 
 

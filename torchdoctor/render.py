@@ -124,21 +124,66 @@ def suggested_checks(matches: list[Match]) -> list[dict]:
     return [by_probe[name] for name in order if name in by_probe]
 
 
+def wording(match: Match) -> str:
+    """How sure to sound: "probably" only above the calibrated CONFIDENT score."""
+    if match.kind == "similar":
+        return "similar, not recognised"
+    return "probably" if match.confident else "a guess"
+
+
 def render_diagnosis(diagnosis: Diagnosis, console: Console, top: int = 3) -> None:
     render_error(diagnosis, console)
+    render_raised_by(diagnosis, console)
     matches = diagnosis.matches[:top]
     if not matches:
-        render_no_match(diagnosis, console)
+        if diagnosis.similar:
+            render_similar(diagnosis, console, top)
+        else:
+            render_no_match(diagnosis, console)
         return
     more = len(diagnosis.matches) - len(matches)
     console.print()
-    heading = "What it probably is" + (f" (best {len(matches)} of {len(diagnosis.matches)})"
-                                       if more else "")
+    heading = ("What it probably is" if matches[0].confident
+               else "What it may be (a guess: no match is certain enough to say \"probably\")")
+    heading += f" (best {len(matches)} of {len(diagnosis.matches)})" if more else ""
     console.print(f"[bold]{heading}[/bold]")
     for rank, match in enumerate(matches, start=1):
         render_match(match, console, rank, detailed=rank == 1)
     if diagnosis.error is None:
         render_checks(suggested_checks(matches), console)
+
+
+def render_raised_by(diagnosis: Diagnosis, console: Console) -> None:
+    """Name the library that raised an error that is not torch's own."""
+    from rich.markup import escape
+
+    origin = diagnosis.raised_by
+    if not origin:
+        return
+    console.print()
+    library = "" if origin["library"] in origin["what"] else f" (raised by {origin['library']})"
+    console.print(f"[bold]Not a torch error:[/bold] {escape(origin['what'] + library)}")
+    frame = origin.get("frame")
+    if frame:
+        where = f"{frame['file']}:{frame['line']}" + (
+            f" in {frame['function']}" if frame.get("function") else "")
+        _indented(console, 2, f"raised at {escape(where)}")
+        if frame.get("code"):
+            _indented(console, 6, escape(str(frame["code"]).strip()))
+
+
+def render_similar(diagnosis: Diagnosis, console: Console, top: int) -> None:
+    """No entry recognises it: the closest ones, worded as resemblance, and the question."""
+    from rich.markup import escape
+
+    console.print()
+    console.print("[bold]Not recognised.[/bold] The closest entries (similar, not recognised; "
+                  "their scores are low on purpose):")
+    for rank, match in enumerate(diagnosis.similar[:top], start=1):
+        render_match(match, console, rank, detailed=False)
+    if diagnosis.question:
+        console.print()
+        _indented(console, 0, f"[bold]To tell them apart:[/bold] {escape(diagnosis.question)}")
 
 
 def render_checks(checks: list[dict], console: Console) -> None:
@@ -206,8 +251,8 @@ def render_match(match: Match, console: Console, rank: int, detailed: bool) -> N
 
     entry = match.entry
     console.print()
-    console.print(f"[bold]{rank}. {escape(entry.title)}[/bold]  [dim]{entry.id}  "
-                  f"score {match.score:.2f}[/dim]")
+    console.print(f"[bold]{rank}. {wording(match)}: {escape(entry.title)}[/bold]  "
+                  f"[dim]{entry.id}  score {match.score:.2f}[/dim]")
     _indented(console, 3, f"[dim]why this entry: {escape(match.reason)}[/dim]")
     for fact in match.facts:
         _indented(console, 3, f"• {escape(fact)}")

@@ -39,7 +39,16 @@ while then than there their they them what which who how why all any can could w
 does did done get got use used using one two also only just more most some such very out
 after before over under again same other each both here where been being will may might
 error errors exception traceback file line most recent call last
+self name module args kwargs return def none true false torch errno
 """.split())
+# The words a parsed phase shares with the SITUATION of its categories.
+_PHASE_WORDS = {
+    "forward": "forward pass shapes",
+    "backward": "backward gradients",
+    "data_loading": "dataloader batch",
+    "checkpoint_load": "loading checkpoint",
+    "optimizer_step": "training",
+}
 
 # Where a category's errors happen, worded for a question to the person.
 SITUATION = {
@@ -73,7 +82,8 @@ def tokens(text: str) -> list[str]:
 
 
 def _entry_text(entry: object) -> str:
-    parts = [str(getattr(entry, "title", "")), str(getattr(entry, "id", "")).replace(".", " ")]
+    parts = [str(getattr(entry, "title", "")), str(getattr(entry, "id", "")).replace(".", " "),
+             SITUATION.get(str(getattr(entry, "category", "")), "")]
     for pattern in list(getattr(entry, "patterns", None) or []) + list(
             getattr(entry, "symptoms", None) or []):
         parts.append(_REGEX_ESCAPE.sub(" ", str(pattern.regex)))
@@ -126,19 +136,26 @@ class SimilarityIndex:
         return found[:limit]
 
 
+# The innermost frames of a traceback name the op that failed (``mse_loss``,
+# ``_worker_loop``, ``symbolic_convert``): read so many of them.
+FRAMES_READ = 4
+
+
 def query_text(error: object | None, text: str) -> str:
-    """What of the paste is compared: the error's type, message and failing
-    code line (op names live there), or the whole description."""
+    """What of the paste is compared: the error's type and message and the
+    innermost frames' functions, files and code (op names live there) count
+    twice, the rest of the paste (the prose around it) once."""
     if error is None:
         return text
-    parts = [str(getattr(error, "type", None) or ""), str(getattr(error, "message", "") or "")]
-    frame = getattr(error, "user_frame", None)
-    if frame is not None and getattr(frame, "code", None):
-        parts.append(str(frame.code))
+    parts = [str(getattr(error, "type", None) or ""), str(getattr(error, "message", "") or ""),
+             _PHASE_WORDS.get(str(getattr(error, "phase", "") or ""), "")]
+    for frame in (getattr(error, "frames", None) or [])[-FRAMES_READ:]:
+        parts += [str(frame.function or ""), str(frame.code or ""),
+                  re.split(r"[\\/]", str(frame.file or ""))[-1].removesuffix(".py")]
     for link in getattr(error, "chain", None) or []:
         if getattr(link, "message", None) and link.message != parts[1]:
             parts.append(str(link.message))
-    return "\n".join(parts)
+    return "\n".join(parts + [text])
 
 
 def telling_question(entries: list[object]) -> str | None:
