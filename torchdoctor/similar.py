@@ -177,5 +177,5 @@ def telling_question(entries: list[object]) -> str | None:
 
 def _either(options: list[str], joiner: str = ", ") -> str:
     if len(options) == 2:
-        return f"{options[0]}{joiner.rstrip()} or {options[1]}"
+        return f"{options[0]} or {options[1]}"
     return joiner.join(options[:-1]) + f"{joiner.rstrip()} or {options[-1]}"

@@ -370,10 +370,13 @@ class TorchDoctorApp(App[int]):
             self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
                         severity="information" if result["passed"] else "warning")
         elif message.step == "diagnose":
-            count = len(result.get("matches", []))
+            matches = result.get("matches", [])
             self.notify("No knowledge-base entry matches; add your own hypotheses (a)"
-                        if count == 0 else f"{count} knowledge-base "
-                        f"{'entry matches' if count == 1 else 'entries match'}")
+                        if not matches else
+                        f"{'probably' if matches[0].get('confident') else 'a guess'}: "
+                        f"{matches[0].get('title') or matches[0].get('entry')} "
+                        f"({len(matches)} knowledge-base "
+                        f"{'entry matches' if len(matches) == 1 else 'entries match'})")
             if self.phase == "reproduce" and self.doctor.target is None:
                 self.session.goto("gather")  # nothing to rerun: the error is the first fact
         self.refresh_all()
