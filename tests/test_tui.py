@@ -19,7 +19,7 @@ import pytest
 from torchdoctor import demo
 from torchdoctor.journal import read_events
 from torchdoctor.session import Session
-from torchdoctor.tui import build_app, run_outcome_session
+from torchdoctor.tui import build_app
 from torchdoctor.tui.app import TorchDoctorApp
 from torchdoctor.tui.doctor import Doctor, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
@@ -359,17 +359,18 @@ async def test_the_command_palette_reaches_the_actions_by_name(tmp_path):
         assert app.phase == "test"
 
 
-def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
+def test_a_resumed_cli_run_shows_its_captured_failure_as_reproduced(tmp_path):
     from torchdoctor.knowledge import load_knowledge
     from torchdoctor.match import diagnose
+    from torchdoctor.recording import record_run
 
     diagnosis = diagnose(EMBEDDING_TRACEBACK, load_knowledge()).to_dict()
-    session = run_outcome_session({"target": "embed.py", "argv": [],
-                                   "error": diagnosis["error"], "matches": diagnosis["matches"],
-                                   "findings": []})
+    recorded = record_run({"target": "embed.py", "argv": [], "exited": "raised",
+                           "error": diagnosis["error"], "matches": diagnosis["matches"],
+                           "findings": []}, root=tmp_path)
+    session, _ = Session.resume(recorded.journal.directory)
     session.close()
-    assert session.state.phase == "gather"
-    assert "reproduce" in session.state.completed and session.state.reproductions
+    assert "reproduce" in views.done_phases(session.state)
 
 
 def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):

@@ -26,6 +26,9 @@ def record_run(outcome: dict, client: Any = None,
         if error:
             session.record_input(outcome.get("traceback") or traceback_text(error),
                                  source="script")
+        if outcome.get("exited") == "raised" and error:  # run caught it live: reproduced
+            session.record_reproduction(True, error, None,
+                                        "captured while torchdoctor run ran the script")
         record_findings(session, error, outcome.get("matches") or [],
                          outcome.get("findings") or [])
         if outcome.get("exited") == "raised" and client is not None and error:

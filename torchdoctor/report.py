@@ -93,7 +93,9 @@ def _timeline(events: list[dict]) -> list[dict[str, Any]]:
 def _describe(event: dict) -> str:
     kind = event["type"]
     if kind == "session":
-        return f"started a {event.get('kind') or 'app'} session on {event.get('target') or '-'}"
+        kind = event.get("kind") or "app"
+        return (f"started {_a(kind)} {kind} session"
+                + (f" on {event['target']}" if event.get("target") else ""))
     if kind == "input":
         return f"read the error ({event.get('source')})"
     if kind == "parse":
@@ -110,7 +112,8 @@ def _describe(event: dict) -> str:
     if kind == "probe":
         return f"ran {event.get('probe')}: {event.get('status')} — {_first(event.get('summary'))}"
     if kind == "reproduce":
-        return "reproduced the same error" if event.get("same") else "did not reproduce"
+        said = "reproduced" if event.get("same") else "did not reproduce"
+        return f"{said}: {_first(event['detail'])}" if event.get("detail") else said
     if kind == "note":
         return f"note: {_first(event.get('text'))}"
     if kind == "fix":
@@ -141,6 +144,9 @@ def _fix(state: Any) -> dict[str, Any] | None:
     fix = (hypothesis.fix or {}) if hypothesis else {}
     return {"summary": state.fix.get("summary"), "hypothesis": state.fix.get("hypothesis"),
             "before": fix.get("before"), "after": fix.get("after"),
+            # The before/after is the knowledge base's pattern for the cause; the change
+            # applied may be worded (and made) differently.
+            "pattern": fix.get("summary") != state.fix.get("summary"),
             "verified": state.verified}
 
 
@@ -162,7 +168,10 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         checks = [h for h in report["hypotheses"] if h["verdict"] == "confirmed"]
         return (f"{target}: no exception was recorded in this session"
                 + (f"; {len(checks)} hypotheses were confirmed." if checks else "."))
-    parts = [f"{target} raised `{error['type']}: {_first(error['message'])}`"]
+    if not error.get("type"):  # a described symptom raises nothing
+        parts = [f"{target}: the symptom described was “{_first(error['message'])}”"]
+    else:
+        parts = [f"{target} raised `{error['type']}: {_first(error['message'])}`"]
     frame = error.get("user_frame") or {}
     if frame.get("file"):
         parts[0] += f" at `{os.path.basename(frame['file'])}:{frame.get('line')}`"
@@ -188,9 +197,19 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         parts.append(f"The fix: {fix['summary']}{verified}")
     repro = report["repro"]
     if repro and repro.get("verified"):
-        parts.append(f"A {repro['lines']}-line repro at the {repro['level']} level fails the"
+        parts.append(f"{_a(str(repro['lines'])).capitalize()} {repro['lines']}-line repro at the {repro['level']} level fails the"
                      f" same way in {repro['seconds']:.1f} s")
     return ". ".join(p.rstrip(".") for p in parts) + "."
+
+
+def _a(word: str) -> str:
+    """The article a word takes when read aloud: an app, an 8-line, an 11-line, a 12-line."""
+    spoken = word.lstrip()
+    if spoken[:1].isdigit():
+        digits = spoken.split("-")[0].split(".")[0]
+        return "an" if digits.startswith("8") or (len(digits) in (2, 5) and digits[:2] in
+                                                   ("11", "18")) else "a"
+    return "an" if spoken[:1].lower() in "aeio" else "a"
 
 
 def _first(text: Any, limit: int = 160) -> str:
@@ -205,11 +224,13 @@ def _first(text: Any, limit: int = 160) -> str:
 def render_markdown(report: dict[str, Any]) -> str:
     session = report["session"]
     error = report["error"]
-    title = f"{error['type']}: {_first(error['message'], 90)}" if error else (
+    title = f"{error['type'] or 'symptom'}: {_first(error['message'], 90)}" if error else (
         session["target"] or session["id"])
+    on = (f"on `{session['target']}`" if session["target"] else
+          "on a pasted error" if error and error.get("traceback") else "with no target")
     out = [f"# torchdoctor report: {_cell(title)}", "",
            (f"Session `{session['id']}` · started {session['started']} ·"
-           f" {session['kind'] or 'app'} on `{session['target'] or '-'}`"
+           f" {session['kind'] or 'app'} {on}"
            f" · torchdoctor {session['torchdoctor'] or '?'}"), "",
            "## Summary", "", report["summary"], ""]
     out += _environment_md(report["environment"])
@@ -230,15 +251,28 @@ def _environment_md(env: dict | None) -> list[str]:
     if env is None:
         return out + [ENV_HINT, ""]
     out += ["| | |", "|---|---|"]
-    out += [f"| {label} | {_cell(env.get(key))} |" for key, label in _ENV_ROWS]
+    out += [f"| {label} | {_cell(_env_value(env, key))} |" for key, label in _ENV_ROWS]
     out.append(f"| devices | {_cell(', '.join(d for d in env.get('devices') or [] if d))} |")
     return out + [""]
+
+
+def _env_value(env: dict, key: str) -> Any:
+    """A cell never left empty: a CPU build has no CUDA or cuDNN version to show."""
+    value = env.get(key)
+    if key == "cuda_available":
+        return "yes" if value else "no"
+    if value is None and key in ("cuda", "cudnn"):
+        return "no CUDA build" if key == "cuda" else "not available"
+    return value
 
 
 def _error_md(error: dict | None) -> list[str]:
     out = ["## Error", ""]
     if error is None:
         return out + ["No exception was recorded in this session.", ""]
+    if not error.get("type"):
+        return out + [f"No exception: the symptom described was"
+                      f" “{_first(error['message'], 400)}”.", ""]
     out += [f"**{error['type']}**: {_first(error['message'], 400)}", ""]
     frame = error.get("user_frame") or {}
     if frame.get("file"):
@@ -278,6 +312,8 @@ def _fix_md(fix: dict | None) -> list[str]:
     if fix is None:
         return out + ["No fix was recorded.", ""]
     out += [fix["summary"] or "", ""]
+    if fix.get("pattern") and (fix.get("before") or fix.get("after")):
+        out += ["The general pattern of this fix, from the knowledge base:", ""]
     if fix.get("before"):
         out += ["Before:", "", _fence(fix["before"], "python"), ""]
     if fix.get("after"):

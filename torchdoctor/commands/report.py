@@ -49,4 +49,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"torchdoctor report: {problem}", file=sys.stderr)
         return EXIT_USAGE
     print(target)
+    if sys.stdout.isatty():
+        print(f"to read it here: torchdoctor report {directory.name} -o -", file=sys.stderr)
     return EXIT_OK

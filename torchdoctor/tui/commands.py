@@ -17,6 +17,7 @@ _ACTIONS = (
     ("Reject the selected hypothesis, with a reason", "reject"),
     ("Cancel the running step", "cancel"),
     ("Bisect the model to the first bad module", "bisect"),
+    ("Check: run the whole training checkup on the harness", "checkup"),
     ("Open the hypothesis log", "log"),
     ("Export the report", "export"),
     ("Intake: paste a traceback, pick a log or a symptom, set the target", "intake"),
