@@ -439,3 +439,116 @@ async def test_the_demo_walks_all_five_phases_with_real_patients(tmp_path):
         await pilot.pause()
         assert state.verified is True and "fix" in state.completed
         assert "overfit_batch" in app.verify_detail
+
+
+# -- the walk holds together: one session, phases on evidence, a footer that fits ----------
+
+
+@synchronously
+async def test_verifying_a_confirmed_cause_records_its_fix_for_the_report(tmp_path):
+    from torchdoctor.report import build_report, render_markdown
+
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "y", "5")
+        shown = plain(app.query_one("#fix-view").content)
+        assert "r will rerun train.py with seed 0 in a fresh process" in shown
+        await pilot.press("r")  # the fake patient still raises: not verified, fix recorded
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = plain(app.query_one("#fix-view").content)
+        await pilot.press("e")
+        await pilot.pause()
+    assert "✗ not yet" in shown and "it ran: rerun train.py" in shown
+    hypothesis = next(iter(app.session.state.hypotheses.values()))
+    assert app.session.state.fix["hypothesis"] == hypothesis.key
+    report = render_markdown(build_report(app.session.journal.directory))
+    assert "No fix was recorded" not in report
+    assert hypothesis.fix["summary"] in report and "Verification: failed." in report
+
+
+@synchronously
+async def test_a_phase_ticks_only_on_its_own_evidence(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")  # walked past Reproduce and Test without doing either
+        done = views.done_phases(app.session.state)
+        assert "reproduce" not in done and "test" not in done and "fix" not in done
+        await pilot.press("4", "y")
+        assert "test" in views.done_phases(app.session.state)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@synchronously
+async def test_the_footer_shows_this_phases_keys_whole(tmp_path, size):
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(tmp_path, fake_factory(hang=threading.Event()))
+    async with app.run_test(size=size) as pilot:
+        for phase in ("1", "2", "3", "5", "4"):
+            await pilot.press(phase)
+            await pilot.pause()
+            keys = [k for k in app.screen.query(FooterKey) if k.display]
+            shown = {k.key for k in keys}
+            for key in keys:  # every key's label whole, none squeezed or cut
+                needed = len(key.key_display) + 1 + len(key.description) if key.description \
+                    else len(key.key_display)
+                assert key.region.width >= needed, (app.phase, key.key, key.region)
+                assert key.region.right <= size[0]
+            assert {"n", "q"} <= shown
+            if app.phase == "test":
+                assert {"r", "y", "x", "b", "l", "e"} <= shown
+            if app.phase == "hypothesize":
+                assert "a" in shown
+        await pilot.press("r")  # while a probe runs: cancel is on show, acting on it is not
+        await pilot.pause()
+        shown = {k.key for k in app.screen.query(FooterKey) if k.display}
+        assert "escape" in shown and "r" not in shown and "y" not in shown
+        label = str(app.query_one("#busy-label").render())
+        assert "esc cancels" in label and " s " in label
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+
+
+@synchronously
+async def test_the_add_hypothesis_dialog_says_how_to_submit(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3", "a")
+        assert isinstance(app.screen, Ask)
+        assert "enter submits" in str(app.screen.query_one(".modal-hint").render())
+
+
+@synchronously
+async def test_without_a_live_model_gather_does_not_claim_a_census(tmp_path):
+    app = make_app(tmp_path, fake_factory(hang=threading.Event()), target=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2", "r")
+        await pilot.pause()
+        label = str(app.query_one("#busy-label").render())
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+    assert "reading the environment" in label and "census" not in label
+
+
+@synchronously
+async def test_the_command_palette_offers_the_checkup(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"check")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, Ask)  # the checkup needs a harness first
+        assert "The checkup trains your model" in str(app.screen.query_one(".modal-title")
+                                                      .render())
+
+
+def test_the_verification_says_what_it_runs_for_each_kind_of_target():
+    script = views.verify_plan(Target(script="/w/train.py", argv=["--lr", "1"]))
+    harness = views.verify_plan(Target(harness="/w/model.py:make"))
+    both = views.verify_plan(Target(script="/w/train.py", harness="/w/train.py:make"))
+    assert script.startswith("rerun train.py --lr 1 with seed 0") and "overfit" not in script
+    assert harness.startswith("run one training step of model.py:make")
+    assert "overfit one batch" in harness and "overfit one batch" in both
+    assert "rerun train.py" in both

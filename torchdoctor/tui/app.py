@@ -274,8 +274,6 @@ class TorchDoctorApp(App[int]):
             return bool(PHASE_ACTION[phase])
         if action == "bisect":
             return phase in ("gather", "test")
-        if action == "checkup":
-            return self.doctor.target is not None and bool(self.doctor.target.harness)
         return True
 
     # -- phase movement -------------------------------------------------------------------
