@@ -552,3 +552,36 @@ def test_the_verification_says_what_it_runs_for_each_kind_of_target():
     assert harness.startswith("run one training step of model.py:make")
     assert "overfit one batch" in harness and "overfit one batch" in both
     assert "rerun train.py" in both
+
+
+def test_the_exported_report_reads_right_for_a_symptom_a_paste_and_a_cpu_build(tmp_path):
+    from torchdoctor.report import build_report, render_markdown
+
+    symptom = Session.start(tmp_path, kind="app")
+    symptom.record_input("loss stays at 2.30 with 10 classes", "symptom")
+    symptom.record_diagnosis({"error": {"type": None, "message": "loss stays at 2.30 with 10"
+                                        " classes"}, "matches": []})
+    symptom.record_probe({"probe": "env", "status": "pass", "summary": "torch 2 on cpu",
+                          "hypothesis": None, "verdict": None, "location": None,
+                          "facts": {"torch": "2.13.0+cpu", "cuda": None, "cudnn": None,
+                                    "cuda_available": False, "devices": []}})
+    symptom.record_repro(verified=True, level="module", what="Linear", lines=8, seconds=1.0,
+                         path=str(tmp_path / "repro.py"), command="python repro.py",
+                         error={"type": "RuntimeError", "message": "m"})
+    symptom.close()
+    text = render_markdown(build_report(symptom.journal.directory))
+    assert "None:" not in text and "raised `None" not in text
+    assert "the symptom described was “loss stays at 2.30 with 10 classes”" in text
+    assert "started an app session" in text and "An 8-line repro" in text
+    assert "| CUDA | no CUDA build |" in text and "| cuDNN | not available |" in text
+    assert "| CUDA available | no |" in text
+
+    paste = Session.start(tmp_path, kind="app")
+    paste.record_input(TRACEBACK, "paste")
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose
+
+    paste.record_diagnosis(diagnose(TRACEBACK, load_knowledge()).to_dict())
+    paste.close()
+    text = render_markdown(build_report(paste.journal.directory))
+    assert "app on a pasted error" in text and "on `-`" not in text

@@ -100,6 +100,8 @@ def _describe(event: dict) -> str:
         return f"read the error ({event.get('source')})"
     if kind == "parse":
         error = event.get("error") or {}
+        if not error.get("type"):
+            return f"read the symptom: {_first(error.get('message'))}"
         return f"parsed {error.get('type')}: {_first(error.get('message'))}"
     if kind == "matches":
         names = [m.get("entry") for m in event.get("matches") or []]
