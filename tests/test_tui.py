@@ -585,3 +585,70 @@ def test_the_exported_report_reads_right_for_a_symptom_a_paste_and_a_cpu_build(t
     paste.close()
     text = render_markdown(build_report(paste.journal.directory))
     assert "app on a pasted error" in text and "on `-`" not in text
+
+
+SLOW_CRASH = """\
+import sys
+import time
+
+for n in range(1, 5):
+    print(f"line {n}", flush=False)
+    time.sleep(0.7)
+print("about to fail", file=sys.stderr)
+raise ValueError("the end of the slow script")
+"""
+
+
+@pytest.mark.slow
+@synchronously
+async def test_a_running_script_shows_its_output_live_and_the_journal_keeps_its_tail(tmp_path,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("TORCHDOCTOR_SESSIONS", str(tmp_path / "sessions"))
+    script = tmp_path / "slow_crash.py"
+    script.write_text(SLOW_CRASH)
+    app = build_app(script=str(script), kind="run", autostart=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        seen = ""
+        for _ in range(60):  # while it runs, what it printed so far is on screen
+            await pilot.pause(0.25)
+            seen = str(app.query_one("#live-output").render())
+            if "line 2" in seen:
+                break
+        label = str(app.query_one("#busy-label").render())
+        assert app.busy and "line 1" in seen and "line 2" in seen
+        assert "esc cancels" in label and " s · " in label
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.state.error["type"] == "ValueError"
+        assert not app.query_one("#live-output").display
+    kept = [n for n in app.session.state.notes if n.startswith("output of slow_crash.py")]
+    assert kept and "line 4" in kept[0] and "about to fail" in kept[0]
+    assert [p.name for p in (tmp_path / "sessions").iterdir()] == [app.session.id]
+
+
+@pytest.mark.slow
+@synchronously
+async def test_a_symptom_with_a_harness_is_tested_by_the_whole_checkup(tmp_path):
+    harness = f"{ROOT / 'tests' / 'zoo' / 'silent' / 'missing_zero_grad.py'}:harness"
+    session = Session.start(tmp_path / "sessions", target=harness)
+    app = TorchDoctorApp(session, default_client_factory(str(ROOT)), Target(harness=harness))
+    app.doctor.diagnose_text("loss stays at 2.30 with 10 classes", "symptom")
+    proposed = set(session.state.hypotheses)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        assert "whole training checkup" in str(app.query_one("#next").render())
+        await pilot.press("r")
+        await pilot.pause(1)
+        assert "esc cancels" in str(app.query_one("#busy-label").render())
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        fix = plain(app.query_one("#fix-view").content)
+    state = session.state
+    ran = {p["probe"] for p in state.probes}
+    assert {"census", "grad_flow", "weights_update", "loop_order", "overfit_batch"} <= ran
+    leading = next(iter(state.hypotheses.values()))
+    assert leading.key == "training.missing_zero_grad/no_zero_grad"
+    assert leading.state == "confirmed" and leading.key not in proposed
+    # What the described symptom first suggested, the evidence ruled out.
+    assert state.hypotheses["training.loss_constant/step_not_called"].state == "rejected"
+    assert "cause: optimizer.zero_grad()" in fix and "Clear gradients" in fix
