@@ -571,7 +571,8 @@ def test_the_exported_report_reads_right_for_a_symptom_a_paste_and_a_cpu_build(t
     symptom.close()
     text = render_markdown(build_report(symptom.journal.directory))
     assert "None:" not in text and "raised `None" not in text
-    assert "the symptom described was “loss stays at 2.30 with 10 classes”" in text
+    assert "The symptom described: “loss stays at 2.30 with 10 classes”" in text
+    assert "app on a described symptom" in text
     assert "started an app session" in text and "An 8-line repro" in text
     assert "| CUDA | no CUDA build |" in text and "| cuDNN | not available |" in text
     assert "| CUDA available | no |" in text
@@ -652,3 +653,29 @@ async def test_a_symptom_with_a_harness_is_tested_by_the_whole_checkup(tmp_path)
     # What the described symptom first suggested, the evidence ruled out.
     assert state.hypotheses["training.loss_constant/step_not_called"].state == "rejected"
     assert "cause: optimizer.zero_grad()" in fix and "Clear gradients" in fix
+
+
+class OtherErrorPatient(FakePatient):
+    """Reruns the target into another error than the one pasted."""
+
+    def run_script(self, path, argv=(), cwd=None, timeout=None):
+        return {"exited": "raised", "exit_code": 1, "traceback": EMBEDDING_TRACEBACK,
+                "error": {"type": "IndexError", "message": "index out of range in self",
+                          "traceback": EMBEDDING_TRACEBACK}}
+
+
+@synchronously
+async def test_a_different_error_on_rerun_is_offered_as_its_own_session(tmp_path):
+    app = make_app(tmp_path, lambda env=None: OtherErrorPatient())
+    first = app.session
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "reproduce" not in views.done_phases(first.state)
+        assert "d diagnoses it as its own session" in str(app.query_one("#next").render())
+        await pilot.press("d")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert app.session is not first and app.session.state.error["type"] == "IndexError"
+    assert first.state.error["type"] == "RuntimeError"  # the pasted one keeps its session

@@ -171,7 +171,7 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         return (f"{target}: no exception was recorded in this session"
                 + (f"; {len(checks)} hypotheses were confirmed." if checks else "."))
     if not error.get("type"):  # a described symptom raises nothing
-        parts = [f"{target}: the symptom described was “{_first(error['message'])}”"]
+        parts = [f"The symptom described: “{_first(error['message'])}”"]
     else:
         parts = [f"{target} raised `{error['type']}: {_first(error['message'])}`"]
     frame = error.get("user_frame") or {}
@@ -229,6 +229,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     title = f"{error['type'] or 'symptom'}: {_first(error['message'], 90)}" if error else (
         session["target"] or session["id"])
     on = (f"on `{session['target']}`" if session["target"] else
+          "on a described symptom" if error and not error.get("type") else
           "on a pasted error" if error and error.get("traceback") else "with no target")
     out = [f"# torchdoctor report: {_cell(title)}", "",
            (f"Session `{session['id']}` · started {session['started']} ·"
@@ -240,7 +241,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += _timeline_md(report["timeline"])
     out += _hypotheses_md(report["hypotheses"])
     out += _fix_md(report["fix"])
-    out += _repro_md(report["repro"])
+    out += _repro_md(report["repro"], error, session["target"])
     if report["notes"]:
         out += ["## Notes", ""] + [f"- {_first(n, 400)}" for n in report["notes"]] + [""]
     if report["warnings"]:
@@ -327,8 +328,13 @@ def _fix_md(fix: dict | None) -> list[str]:
     return out
 
 
-def _repro_md(repro: dict | None) -> list[str]:
+def _repro_md(repro: dict | None, error: dict | None = None,
+              target: str | None = None) -> list[str]:
     out = ["## Minimal repro", ""]
+    if repro is None and error and not error.get("type"):
+        where = f"`{target}`" if target else "it was tested on (see Reproduce above)"
+        return out + [f"A symptom raises nothing to shrink into a script: the harness {where}"
+                      " reproduces it, and `torchdoctor check` reruns its checks.", ""]
     if repro is None:
         return out + [("No repro was attempted: a repro needs a live failure, from"
                       " `torchdoctor run SCRIPT`."), ""]

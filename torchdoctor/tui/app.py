@@ -56,6 +56,7 @@ class TorchDoctorApp(App[int]):
         Binding("left_square_bracket", "move(-1)", "Up", id="hyp.up", show=False),
         Binding("right_square_bracket", "move(1)", "Down", id="hyp.down", show=False),
         Binding("f", "apply_demo_fix", "Apply fix", id="demo.fix"),
+        Binding("d", "diagnose_new_error", "New session", id="repro.new"),
         Binding("b", "bisect", "Bisect", id="view.bisect"),
         Binding("k", "checkup", "Checkup", id="test.checkup", show=False),
         Binding("l", "log", "Log", id="view.log"),
@@ -272,6 +273,8 @@ class TorchDoctorApp(App[int]):
             return self.busy is not None
         if action == "run_step":
             return bool(PHASE_ACTION[phase])
+        if action == "diagnose_new_error":
+            return phase == "reproduce" and views.different_error(self.session.state) is not None
         if action == "bisect":
             return phase in ("gather", "test")
         return True
@@ -586,6 +589,14 @@ class TorchDoctorApp(App[int]):
                           result["source"])
         self.refresh_all()
 
+    def action_diagnose_new_error(self) -> None:
+        """The rerun raised another error: diagnose it in a session of its own."""
+        text = views.different_error(self.session.state)
+        if text is None:
+            return
+        self._new_session()
+        self.run_step("diagnose", "matching the knowledge base", text, "script")
+
     def _new_session(self) -> None:
         """A new error gets a new session, so its hypotheses are not mixed with the last one's."""
         old = self.session
@@ -651,9 +662,9 @@ class TorchDoctorApp(App[int]):
 
 _PHASE_SCREEN_ACTIONS = {"next_phase", "previous_phase", "run_step", "add_hypothesis", "reject",
                          "confirm", "move", "apply_demo_fix", "goto", "intake", "bisect",
-                         "checkup"}
+                         "checkup", "diagnose_new_error"}
 _WAIT_FOR_STEP = {"run_step", "add_hypothesis", "reject", "confirm", "move", "bisect",
-                  "checkup", "apply_demo_fix"}
+                  "checkup", "apply_demo_fix", "diagnose_new_error"}
 OUTPUT_LINES = 6
 
 

@@ -17,6 +17,8 @@ _ACTIONS = (
     ("Reject the selected hypothesis, with a reason", "reject"),
     ("Cancel the running step", "cancel"),
     ("Bisect the model to the first bad module", "bisect"),
+    ("Diagnose the different error the rerun raised, as its own session",
+     "diagnose_new_error"),
     ("Check: run the whole training checkup on the harness", "checkup"),
     ("Open the hypothesis log", "log"),
     ("Export the report", "export"),

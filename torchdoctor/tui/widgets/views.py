@@ -40,6 +40,15 @@ def done_phases(state: SessionState) -> set[str]:
     return done
 
 
+def different_error(state: SessionState) -> str | None:
+    """The text of the other error the last rerun raised, to diagnose on its own; else None."""
+    last = state.reproductions[-1] if state.reproductions else {}
+    error = last.get("error") or {}
+    if last.get("same") or not error.get("type"):
+        return None
+    return error.get("traceback") or f"{error['type']}: {error.get('message') or ''}"
+
+
 def is_symptom(state: SessionState) -> bool:
     """A described symptom (no exception): its Test phase is the checkup."""
     return bool(state.error) and not state.error.get("type")
@@ -76,8 +85,11 @@ def needs_next(state: SessionState, phase: str, has_target: bool,
         skip = "; or n to read on" if phase != "fix" else ""
         return f"{what} needs your code: {NEEDS_TARGET}{skip}."
     if phase == "reproduce":
-        if "reproduce" in state.completed:
+        if "reproduce" in done_phases(state):
             return "Reproduced. Next: n to gather the facts."
+        if different_error(state):
+            return ("A different error came back: d diagnoses it as its own session; r reruns;"
+                    " n reads on.")
         return "Press r to rerun the target with seed 0 in a fresh patient."
     if phase == "gather":
         if not has_target:
