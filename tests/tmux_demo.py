@@ -27,7 +27,8 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         for key in keys:
             subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
-            time.sleep(0.3)
+            # A key that follows escape too closely reads as alt+key on a busy machine.
+            time.sleep(1.0 if key == "Escape" else 0.3)
 
     def screen(self) -> str:
         return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],

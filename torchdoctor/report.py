@@ -274,8 +274,8 @@ def _error_md(error: dict | None) -> list[str]:
     if error is None:
         return out + ["No exception was recorded in this session.", ""]
     if not error.get("type"):
-        return out + [f"No exception: the symptom described was"
-                      f" “{_first(error['message'], 400)}”.", ""]
+        return out + [(f"No exception: the symptom described was"
+                       f" “{_first(error['message'], 400)}”."), ""]
     out += [f"**{error['type']}**: {_first(error['message'], 400)}", ""]
     frame = error.get("user_frame") or {}
     if frame.get("file"):
@@ -333,8 +333,8 @@ def _repro_md(repro: dict | None, error: dict | None = None,
     out = ["## Minimal repro", ""]
     if repro is None and error and not error.get("type"):
         where = f"`{target}`" if target else "it was tested on (see Reproduce above)"
-        return out + [f"A symptom raises nothing to shrink into a script: the harness {where}"
-                      " reproduces it, and `torchdoctor check` reruns its checks.", ""]
+        return out + [(f"A symptom raises nothing to shrink into a script: the harness {where}"
+                       " reproduces it, and `torchdoctor check` reruns its checks."), ""]
     if repro is None:
         return out + [("No repro was attempted: a repro needs a live failure, from"
                       " `torchdoctor run SCRIPT`."), ""]

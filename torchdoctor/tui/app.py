@@ -78,7 +78,7 @@ class TorchDoctorApp(App[int]):
         self.session = session
         self.patients = WatchedPatients(client_factory)
         self.doctor = Doctor(session, target, self.patients, kb_dirs)
-        self.checkup: SymptomCheckup | None = None
+        self.checkup: Any = None  # the SymptomCheckup running or last run
         self._progress = (0, 0, "")
         self.demo = demo
         self.demo_fixed = False
@@ -329,7 +329,7 @@ class TorchDoctorApp(App[int]):
                           if self.doctor.shared is not None else "reading the environment")
         elif phase == "fix":
             self._record_fix_under_test()
-            self.run_step(phase, f"verifying: {views.verify_plan(target)}")
+            self.run_step(phase, "verifying the fix as the Fix & verify view says")
 
     def _checkup_tests(self) -> bool:
         """Whether r in Test runs the checkup: a silent symptom with a harness to train."""
@@ -398,6 +398,10 @@ class TorchDoctorApp(App[int]):
         self.doctor.begin()
         self._step_worker(step, args)
 
+    def _run_checkup(self) -> dict:
+        """In the worker: the checkup ``action_checkup`` set up, reporting each check."""
+        return self.checkup.run(lambda *p: self.call_from_thread(self._show_progress, *p))
+
     def _show_progress(self, done: int, planned: int, now: str) -> None:
         """From the checkup's worker thread: how far it got."""
         self._progress = (done, planned, now)
@@ -413,12 +417,8 @@ class TorchDoctorApp(App[int]):
 
         method = {"reproduce": self.doctor.reproduce, "gather": self.doctor.gather,
                   "test": self.doctor.test, "fix": self.doctor.verify,
-                  "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text}.get(step)
-        if step == "checkup" and self.checkup is not None:
-            checkup = self.checkup
-
-            def method() -> dict:
-                return checkup.run(lambda *p: self.call_from_thread(self._show_progress, *p))
+                  "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text,
+                  "checkup": self._run_checkup}[step]
         try:
             result = method(*args)
         except Cancelled:
@@ -441,7 +441,7 @@ class TorchDoctorApp(App[int]):
         self.refresh_bindings()
 
     def _keep_output(self) -> None:
-        """The script's last lines go into the journal, as a terminal's scrollback would keep them."""
+        """The script's last lines go into the journal, as a terminal's scrollback keeps them."""
         tail = self.patients.tail()
         if tail.strip():
             label = self.doctor.target.label if self.doctor.target else "the target"
