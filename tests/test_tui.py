@@ -679,3 +679,12 @@ async def test_a_different_error_on_rerun_is_offered_as_its_own_session(tmp_path
         await pilot.pause()
     assert app.session is not first and app.session.state.error["type"] == "IndexError"
     assert first.state.error["type"] == "RuntimeError"  # the pasted one keeps its session
+
+
+@synchronously
+async def test_a_notice_from_the_command_line_is_shown_in_the_app(tmp_path):
+    notice = "--json come after train.py, so train.py gets them"
+    app = make_app(tmp_path, fake_factory(), notice=notice)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == [notice]

@@ -45,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"torchdoctor run: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    _say_own_flags_go_to_script(args)
+    notice = _own_flags_after_script(args)
+    if notice:
+        print(f"torchdoctor run: {notice}", file=sys.stderr)
     if not (args.json or args.no_tui or args.no_session) and _interactive():
         # The app runs the script itself, so its output shows live and one session holds all.
         from torchdoctor.tui import open_app
 
         return open_app(script=args.script, argv=list(args.args), kind="run", autostart=True,
-                        kb_dirs=tuple(getattr(args, "kb", ()) or ()))
+                        kb_dirs=tuple(getattr(args, "kb", ()) or ()), notice=notice)
     from torchdoctor.patient.client import PatientClient, PatientError
 
     script = os.path.abspath(args.script)
@@ -166,14 +168,14 @@ def _interactive() -> bool:
 _OWN_FLAGS = ("--no-tui", "--json", "--timeout", "--top", "--only", "--no-session")
 
 
-def _say_own_flags_go_to_script(args: argparse.Namespace) -> None:
+def _own_flags_after_script(args: argparse.Namespace) -> str | None:
     """One line when words after the script look like torchdoctor's: they are not read as such."""
     own = [word for word in args.args if word.split("=", 1)[0] in _OWN_FLAGS]
-    if own:
-        name = os.path.basename(args.script)
-        print(f"torchdoctor run: {' '.join(own)} come after {name}, so {name} gets them; "
-              f"for torchdoctor, put them first: torchdoctor run {' '.join(own)} {name}",
-              file=sys.stderr)
+    if not own:
+        return None
+    name = os.path.basename(args.script)
+    return (f"{' '.join(own)} come after {name}, so {name} gets them; "
+            f"for torchdoctor, put them first: torchdoctor run {' '.join(own)} {name}")
 
 
 def _echo_output(outcome: dict) -> None:

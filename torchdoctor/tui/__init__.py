@@ -17,13 +17,14 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
               argv: list[str] | None = None, diagnosis: dict | None = None,
               client_factory: Any = None, demo: Any = None, kb_dirs: tuple[str, ...] = (),
               autostart: bool | None = None, harness: str | None = None,
-              kind: str = "app") -> Any:
+              kind: str = "app", notice: str | None = None) -> Any:
     """The app, ready to run (tests drive it with Pilot).
 
     ``target`` is a harness (``file.py:make``) or a script; ``script`` and
     ``argv`` name a script to rerun; ``diagnosis`` is a ``Diagnosis.to_dict()``
     to start from; ``client_factory(env)`` starts patients (real ones by default);
-    ``kind`` names the command that started a new session (``run``, ``demo``, ``app``).
+    ``kind`` names the command that started a new session (``run``, ``demo``, ``app``);
+    ``notice`` is a line the person should read first (shown as a notification).
     With nothing to start from, the app opens on the intake screen.
     """
     from torchdoctor.session import Session
@@ -48,7 +49,7 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
         chosen is not None and diagnosis is None and fresh)
     intake = chosen is None and not session.state.matches
     return TorchDoctorApp(session, factory, chosen, demo=demo, kb_dirs=kb_dirs, autostart=start,
-                          intake_first=intake)
+                          intake_first=intake, notice=notice)
 
 
 def _target(target: str | None, script: str | None, argv: list[str] | None, cls: Any) -> Any:

@@ -73,7 +73,7 @@ class TorchDoctorApp(App[int]):
     def __init__(self, session: Session, client_factory: ClientFactory,
                  target: Target | None = None, *, demo: Any = None,
                  kb_dirs: tuple[str, ...] = (), autostart: bool = False,
-                 intake_first: bool = False) -> None:
+                 intake_first: bool = False, notice: str | None = None) -> None:
         super().__init__()
         self.session = session
         self.patients = WatchedPatients(client_factory)
@@ -84,6 +84,7 @@ class TorchDoctorApp(App[int]):
         self.demo_fixed = False
         self.autostart = autostart
         self.intake_first = intake_first
+        self.notice = notice
         self.busy: str | None = None
         self._busy_since = 0.0
         self.verify_detail = ""
@@ -132,6 +133,8 @@ class TorchDoctorApp(App[int]):
         self.main_screen.query_one("#live-output").display = False
         self.set_interval(0.5, self._tick)
         self.refresh_all()
+        if self.notice:
+            self.notify(self.notice, severity="warning", timeout=15)
         painted_file = os.environ.get("TORCHDOCTOR_EXIT_AFTER_PAINT")
         if painted_file:  # the start-up benchmark: note the wall clock at first paint, leave
             self.call_after_refresh(self._painted, painted_file)
