@@ -688,3 +688,25 @@ async def test_a_notice_from_the_command_line_is_shown_in_the_app(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert [n.message for n in app._notifications] == [notice]
+
+
+@pytest.mark.slow
+@synchronously
+async def test_esc_stops_a_running_script_and_keeps_what_it_printed(tmp_path):
+    script = tmp_path / "slow_crash.py"
+    script.write_text(SLOW_CRASH)
+    session = Session.start(tmp_path / "sessions", kind="run", target=str(script))
+    app = TorchDoctorApp(session, default_client_factory(str(tmp_path)),
+                         Target(script=str(script)), autostart=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(80):
+            await pilot.pause(0.25)
+            if "line 1" in str(app.query_one("#live-output").render()):
+                break
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.busy is None and not isinstance(app.screen, ErrorPanel)
+        assert any("Cancelled" in n.message for n in app._notifications)
+    assert session.state.error is None and not session.state.reproductions
+    assert any("line 1" in note for note in session.state.notes)

@@ -79,6 +79,7 @@ class TorchDoctorApp(App[int]):
         self.patients = WatchedPatients(client_factory)
         self.doctor = Doctor(session, target, self.patients, kb_dirs)
         self.checkup: Any = None  # the SymptomCheckup running or last run
+        self._cancelling = False
         self._progress = (0, 0, "")
         self.demo = demo
         self.demo_fixed = False
@@ -389,6 +390,7 @@ class TorchDoctorApp(App[int]):
         self.busy = label
         self._busy_since = time.monotonic()
         self._progress = (0, 0, "")
+        self._cancelling = False
         self.main_screen.query_one("#busy").display = True
         self.patients.forget()
         output = self.main_screen.query_one("#live-output", Static)
@@ -422,12 +424,16 @@ class TorchDoctorApp(App[int]):
                   "test": self.doctor.test, "fix": self.doctor.verify,
                   "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text,
                   "checkup": self._run_checkup}[step]
+        stopped = StepFailed(step, "Cancelled: the patient running it was stopped. Press r to"
+                             " run it again.", True)
         try:
             result = method(*args)
         except Cancelled:
-            self.post_message(StepFailed(step, "Cancelled: the patient running it was stopped."
-                                         " Press r to run it again.", True))
-        except (PatientError, ValueError, OSError) as exc:
+            self.post_message(stopped)
+        except PatientError as exc:
+            # A patient killed by esc dies like any other; the person asked for it.
+            self.post_message(stopped if self._cancelling else StepFailed(step, str(exc)))
+        except (ValueError, OSError) as exc:
             self.post_message(StepFailed(step, str(exc)))
         else:
             self.post_message(StepFinished(step, result))
@@ -495,6 +501,7 @@ class TorchDoctorApp(App[int]):
 
     def action_cancel(self) -> None:
         if self.busy:
+            self._cancelling = True
             self.doctor.cancel()
             if self.checkup is not None:
                 self.checkup.cancel()
