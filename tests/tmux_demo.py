@@ -218,7 +218,7 @@ def symptom_path(width: int = 80, height: int = 24) -> tuple[list[str], str, str
         walk.tmux.keys("missing_zero_grad.py:harness")
         walk.see("symptom: loss stays at 2.30", 10)
         walk.tmux.keys("C-d")
-        walk.see("Press r to rerun", 30)
+        walk.see("╭─ the symptom", 60)  # diagnosed: r now reruns (while busy it waits)
         walk.tmux.keys("r")
         walk.see("✓ runs")
         walk.tmux.keys("n", "r")
