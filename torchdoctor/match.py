@@ -50,9 +50,9 @@ from pathlib import Path
 
 from torchdoctor import facts as derived_facts
 from torchdoctor import private_cache, similar, symptoms
-from torchdoctor.raised_by import raised_by
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded
 from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.raised_by import raised_by
 
 try:  # Python 3.11+
     from re import _parser as _sre_parse  # type: ignore[attr-defined]

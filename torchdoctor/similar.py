@@ -34,13 +34,13 @@ SHOWN = 3
 _WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 _REGEX_ESCAPE = re.compile(r"\\[a-zA-Z]")
 _STOP = frozenset("""
-the and for with that this from was were are but not you your have has had its into when
-while then than there their they them what which who how why all any can could would should
-does did done get got use used using one two also only just more most some such very out
-after before over under again same other each both here where been being will may might
-error errors exception traceback file line most recent call last
-self name module args kwargs return def none true false torch errno
-""".split())
+the and for with that this from was were are but not you your have has had its into
+when while then than there their they them what which who how why all any can could
+would should does did done get got use used using one two also only just more most some
+such very out after before over under again same other each both here where been being
+will may might error errors exception traceback file line recent call last self name
+module args kwargs return def none true false torch errno
+""".split())  # noqa: SIM905 - a word list reads best as words
 # The words a parsed phase shares with the SITUATION of its categories.
 _PHASE_WORDS = {
     "forward": "forward pass shapes",

@@ -16,6 +16,7 @@ case whose expected entry did not come first: id, expected, got.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from corpus_cases import (  # noqa: E402
+
+from corpus_cases import (
     CATEGORIES,
     FORM_TAGS,
     Outcome,
@@ -36,8 +38,8 @@ from corpus_cases import (  # noqa: E402
     score,
 )
 
-from torchdoctor.knowledge import load_knowledge  # noqa: E402
-from torchdoctor.match import CONFIDENT  # noqa: E402
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.match import CONFIDENT
 
 COLUMNS = ("top1_category", "top3_category", "top1_entry", "top3_entry", "similar_only",
            "similar3_entry", "nothing_matched")
@@ -61,7 +63,7 @@ def calibration_table(outcomes: list[Outcome]) -> None:
     total = len(outcomes) or 1
     print(f"\ncalibration (top recognised match){'cases':>10}{'right':>9}{'coverage':>10}")
     edges = BANDS + (float("inf"),)
-    for low, high in zip(edges, edges[1:]):
+    for low, high in itertools.pairwise(edges):
         band = [o for o in outcomes if o.score is not None and low <= o.score < high]
         if band:
             name = f"{low:.1f} .. {high:.1f}" if high != float("inf") else f">= {low:.1f}"
