@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchdoctor import process_groups
 from torchdoctor.parse import parse_traceback
 from torchdoctor.parsing.signature import message_signature
 
@@ -130,7 +131,11 @@ def _short(name: str | None) -> str:
 
 def run_candidate(candidate: Candidate, directory: Path, expected: dict[str, str],
                   timeout: float = DEFAULT_TIMEOUT) -> Attempt:
-    """Write the candidate into ``directory`` and run it in a fresh interpreter."""
+    """Write the candidate into ``directory`` and run it in a fresh interpreter.
+
+    It runs in a process group of its own that is ended afterwards, so what
+    the repro starts (and a hung repro itself) never outlives the check.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / REPRO_NAME).write_text(candidate.source, encoding="utf-8")
     for name, data in candidate.files.items():
@@ -138,9 +143,9 @@ def run_candidate(candidate: Candidate, directory: Path, expected: dict[str, str
     want = candidate.expect or expected
     started = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, REPRO_NAME, *candidate.argv], cwd=directory,
-                              capture_output=True, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL, env=_fresh_env())
+        done = process_groups.run_bounded([sys.executable, REPRO_NAME, *candidate.argv],
+                                          timeout, cwd=directory, stdin=subprocess.DEVNULL,
+                                          env=_fresh_env())
     except subprocess.TimeoutExpired:
         return Attempt(candidate.level, False, round(time.perf_counter() - started, 3), None,
                        f"did not finish within {timeout:g} s")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor import wire
+from torchdoctor import process_groups, wire
 from torchdoctor.probes_manifest import PROBES
 
 if TYPE_CHECKING:
@@ -221,12 +221,11 @@ class PatientClient:
         to_patient, send_fd = os.pipe()
         recv_fd, from_patient = os.pipe()
         try:
-            process = subprocess.Popen(
+            process = process_groups.spawn(
                 [sys.executable, "-m", "torchdoctor.patient",
                  "--fd-in", str(to_patient), "--fd-out", str(from_patient)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(to_patient, from_patient), close_fds=True,
-                start_new_session=True, env=full_env, cwd=cwd,
+                pass_fds=(to_patient, from_patient), close_fds=True, env=full_env, cwd=cwd,
             )
         except BaseException:
             for fd in (to_patient, send_fd, recv_fd, from_patient):
@@ -279,14 +278,7 @@ class PatientClient:
                 pass
 
     def _kill_group(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
+        process_groups.end_group(self.process)
 
     def __enter__(self) -> Self:
         return self
@@ -409,8 +401,7 @@ class PatientClient:
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(5)
+            pass
         self._kill_group()
         self._stderr.wait_eof(2.0)
         self._closed = True
