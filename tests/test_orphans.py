@@ -155,3 +155,38 @@ def test_repro_verification_ends_what_a_failing_repro_left(tag, tmp_path):
                             timeout=60)
     assert attempt.reproduced
     assert settle(tag) == []
+
+
+def start_app(script: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(ROOT / "tests" / "app_headless.py"),
+                             str(script)], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.slow
+def test_quitting_the_app_ends_its_patients_and_their_children(tag):
+    app = start_app(FAULTS / "spawns_and_hangs.py")
+    try:
+        assert wait_for(lambda: helper_running(tag), 120), "the app never ran the script"
+        app.communicate(b"quit\n", timeout=60)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    assert settle(tag) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_stopping_the_app_ends_its_patients_and_their_children(tag, signum):
+    app = start_app(FAULTS / "spawns_and_hangs.py")
+    try:
+        assert wait_for(lambda: helper_running(tag), 120), "the app never ran the script"
+        app.send_signal(signum)
+        app.wait(30)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()
+    assert settle(tag) == []
+
