@@ -148,7 +148,7 @@ def run_candidate(candidate: Candidate, directory: Path, expected: dict[str, str
                                           env=_fresh_env())
     except subprocess.TimeoutExpired:
         return Attempt(candidate.level, False, round(time.perf_counter() - started, 3), None,
-                       f"did not finish within {timeout:g} s")
+                       f"did not finish within {timeout:g} s (the repro verification limit)")
     seconds = round(time.perf_counter() - started, 3)
     if done.returncode == 0:
         return Attempt(candidate.level, False, seconds, None, "ran clean")
