@@ -35,10 +35,11 @@ DEFAULT_TIMEOUTS: dict[str, float | None] = {
     "hello": 120.0, "load_harness": 300.0, "run_script": None, "probe": 120.0,
     "shutdown": 5.0}
 # The setting that changes each limit, named in the message when it fires.
-LIMIT_NAMES = {"hello": "the patient's start-up limit",
-               "load_harness": "the harness-loading limit, check --timeout",
-               "run_script": "run --timeout", "rerun": "the rerun budget, --probe-timeout",
-               "probe": "the probe's budget, --probe-timeout / check --timeout",
+LIMIT_NAMES = {"hello": "the start-up limit",
+               "load_harness": "the harness-loading limit; set it with check --timeout",
+               "run_script": "the script's limit, set with run --timeout",
+               "rerun": "the limit on a rerun of the script; set it with run --probe-timeout",
+               "probe": "the probe's limit; set it with run --probe-timeout or check --timeout",
                "shutdown": "the shutdown limit"}
 # A rerun of the script (in a fresh patient, for a probe) gets this much more
 # than twice what the first run took, when no budget is set.
@@ -82,7 +83,7 @@ class PatientTimeout(PatientError):
         self.limit = limit
         text = f"the patient did not finish {doing} within {seconds:g} s and was stopped"
         if limit:
-            text += f" (the limit set by {limit})"
+            text += f" ({limit})"
         if stderr_tail.strip():
             text += "\n--- last lines of its stderr ---\n" + stderr_tail.rstrip()
         super().__init__(text)
