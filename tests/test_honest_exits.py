@@ -9,6 +9,7 @@ is handled in time linear in its depth and shown cut, with the cut counted.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -71,6 +72,14 @@ def test_a_script_runs_past_a_probe_budget_with_no_limit_of_its_own():
     finally:
         client.close()
     assert reply["error"]["message"] == "failed after 3 s of training"
+
+
+def test_the_repro_verification_budget_is_settable():
+    done = subprocess.run([sys.executable, "-c", "from torchdoctor import repro;"
+                           " print(repro.DEFAULT_TIMEOUT)"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=True,
+                          env={**os.environ, "TORCHDOCTOR_REPRO_TIMEOUT": "7.5"})
+    assert done.stdout.strip() == "7.5"
 
 
 # ---------------------------------------------------------------- the user's error, whole

@@ -33,7 +33,19 @@ from torchdoctor.parsing.signature import message_signature
 
 REPRO_NAME = "repro.py"
 LEVELS = ("module", "op", "model", "script")
-DEFAULT_TIMEOUT = 60.0
+
+
+def _seconds_from_environment(name: str, default: float) -> float:
+    """A positive number of seconds from the environment; ``default`` when unset or not one."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+# Each candidate's budget; ``TORCHDOCTOR_REPRO_TIMEOUT`` sets it for run, report and the app.
+DEFAULT_TIMEOUT = _seconds_from_environment("TORCHDOCTOR_REPRO_TIMEOUT", 60.0)
 _INT = re.compile(r"(?<![\d.])\d+(?![\d.])")
 
 
