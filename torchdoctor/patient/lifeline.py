@@ -84,6 +84,9 @@ def _ask_kernel_for_parent_death(parent: int) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         signum = signal.SIGRTMIN + 3
         signal.signal(signum, _on_parent_death(parent))
+        # Restart the system calls it lands in: it also comes when a thread of a
+        # living doctor ends, and torch's own threads must not see EINTR for it.
+        signal.siginterrupt(signum, False)
         libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
     except (OSError, AttributeError, ValueError):
         return
