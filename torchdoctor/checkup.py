@@ -143,8 +143,10 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
 
 def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]], kb: Any,
                 timeout: float | None = None,
-                progress: Callable[[str], None] = lambda line: None) -> list[Check]:
-    """Run each planned probe; a hung or dead patient is replaced and the checkup goes on."""
+                progress: Callable[[str], None] = lambda line: None,
+                on_check: Callable[[Check], None] = lambda check: None) -> list[Check]:
+    """Run each planned probe; a hung or dead patient is replaced and the checkup goes on.
+    ``on_check`` is told each check as soon as it is judged (the session journals it then)."""
     checks = []
     for name, params in planned:
         bound = expected_bound(name, params)
@@ -164,6 +166,7 @@ def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]]
             result = {"status": "error", "summary": f"{exc.type}: {exc.message}",
                       "facts": {}, "location": None}
         checks.append(judge(name, result, kb))
+        on_check(checks[-1])
     return checks
 
 

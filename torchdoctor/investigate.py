@@ -60,9 +60,11 @@ def factory_for(client: PatientClient) -> ClientFactory:
 
 
 def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
-                    only: Iterable[str] | None = None) -> list[Finding]:
+                    only: Iterable[str] | None = None,
+                    on_finding: Callable[[Finding], None] | None = None) -> list[Finding]:
     """Findings for every probe-tested hypothesis of the ``top`` matches, in ranked order;
-    ``only`` names the probes allowed to run (all when None)."""
+    ``only`` names the probes allowed to run (all when None). ``on_finding`` is told each
+    finding as soon as it is in (the session journals it then, not at the end)."""
     allowed = set(only) if only else None
     results: dict[str, dict] = {}
     findings: list[Finding] = []
@@ -91,6 +93,8 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
                 facts=result.get("facts") or {},
                 evidence=cited_facts(hypothesis.get(deciding) or [], result) if deciding else {},
             ))
+            if on_finding is not None:
+                on_finding(findings[-1])
     return findings
 
 

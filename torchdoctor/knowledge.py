@@ -68,7 +68,9 @@ ENTRY_KEYS = (
     "hypotheses",
     "references",
 )
-EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu")
+# What an example needs beyond this machine's torch: a GPU, several, Apple's MPS, or an
+# older (or differently built) torch that still raised the message.
+EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix")
 PATTERN_KEYS = ("type", "regex")
 PROBE_KEYS = ("name", "params")
@@ -125,6 +127,8 @@ class Fix:
     summary: str
     before: str = ""
     after: str = ""
+    # Named rewrite operations with literal parameters (torchdoctor.rewrites), best first.
+    rewrites: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -611,9 +615,10 @@ class _FileChecker:
         if not isinstance(raw, dict):
             self.error(line, f"{where}: 'fix' is a mapping {{summary, before, after}}")
             return None
-        self._unknown_keys(raw, FIX_KEYS, f"{where}: fix")
+        self._unknown_keys(raw, (*FIX_KEYS, "rewrite"), f"{where}: fix")
         if not _text(raw.get("summary")):
             self.error(line, f"{where}: fix needs a 'summary'")
+        rewrites = self._rewrites(raw, where)
         for key in FIX_KEYS:
             value = raw.get(key)
             if value is not None and not isinstance(value, str):
@@ -622,7 +627,25 @@ class _FileChecker:
                 self._template(value, _field_line(raw, key), f"{where}: fix {key}", names)
         if not _text(raw.get("summary")):
             return None
-        return Fix(raw["summary"], _plain_text(raw.get("before")), _plain_text(raw.get("after")))
+        return Fix(raw["summary"], _plain_text(raw.get("before")), _plain_text(raw.get("after")),
+                   rewrites)
+
+    def _rewrites(self, raw: dict, where: str) -> list[dict]:
+        """``rewrite:`` is one operation or a list of them, each checked against the catalogue."""
+        from torchdoctor.rewrites.catalog import check_rewrite
+
+        value = raw.get("rewrite")
+        if value is None:
+            return []
+        items = value if isinstance(value, list) else [value]
+        valid = []
+        for item in items:
+            problems = check_rewrite(item)
+            for problem in problems:
+                self.error(_field_line(raw, "rewrite"), f"{where}: fix {problem}")
+            if not problems:
+                valid.append({"op": item["op"], "params": dict(item.get("params") or {})})
+        return valid
 
     def _probe(self, item: dict, where: str) -> tuple[str | None, dict, tuple[str, ...] | None]:
         from torchdoctor.probes_manifest import PROBES

@@ -6,20 +6,29 @@ summary paragraph first, the traceback folded away, the hypothesis log as a
 table, and the repro only when it was seen to fail the same way. Everything
 comes from the journal; nothing here runs probes or imports torch, so writing
 a report is instant and works for a session killed half-way.
+
+A session folder is data that may come from anyone: the report reads only
+the session's own files (``session_folder.paths``), never a path a journal
+names, and runs nothing recorded in it unless the person asks (``rerun``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from torchdoctor.journal import JOURNAL_NAME, read_events
 from torchdoctor.location import describe_location
 from torchdoctor.redact import Redactor
+from torchdoctor.repro import REPRO_NAME, pending_repro, verify_pending
 from torchdoctor.session import PHASE_TITLES, Session
+from torchdoctor.session_folder.lock import session_lock
+from torchdoctor.session_folder.paths import inside, is_plain_name, read_bytes, write_bytes
+
+REDACTED_FOLDER = "redacted"  # where --redact writes inside a session, beside the originals
 
 REPORT_SCHEMA = 1
 ENV_HINT = ("No environment was recorded in this session. `torchdoctor run SCRIPT` records it;"
@@ -28,10 +37,14 @@ _ENV_ROWS = (("torch", "PyTorch"), ("cuda", "CUDA"), ("cudnn", "cuDNN"), ("pytho
              ("os", "OS"), ("cuda_available", "CUDA available"))
 
 
-def build_report(session_dir: str | os.PathLike, redact: bool = False) -> dict[str, Any]:
-    """The report's content as JSON-ready data; ``render_markdown`` prints the same."""
+def build_report(session_dir: str | os.PathLike,
+                 redact: bool | Redactor = False) -> dict[str, Any]:
+    """The report's content as JSON-ready data; ``render_markdown`` prints the same.
+
+    ``redact`` is True or a ``Redactor`` (whose ``summary()`` then counts what it took out).
+    """
     session_dir = Path(session_dir)
-    events, warnings = read_events(session_dir / JOURNAL_NAME)
+    events, warnings = read_events(inside(session_dir, JOURNAL_NAME))
     session = Session(None)  # type: ignore[arg-type] - replay only, never appends
     for event in events:
         session.apply(event)
@@ -49,12 +62,14 @@ def build_report(session_dir: str | os.PathLike, redact: bool = False) -> dict[s
         "timeline": _timeline(events),
         "hypotheses": [_hypothesis(h) for h in state.hypotheses.values()],
         "fix": _fix(state),
-        "repro": _repro(repro, session_dir),
+        "repro": _repro(repro, session_dir) if repro else _pending(session_dir),
         "notes": list(state.notes),
         "warnings": warnings,
     }
     report["summary"] = _summary(report, state)
-    return Redactor().value(report) if redact else report
+    if not redact:
+        return report
+    return (redact if isinstance(redact, Redactor) else Redactor()).value(report)
 
 
 def _error(error: dict | None, text: str | None) -> dict[str, Any] | None:
@@ -72,7 +87,9 @@ def _environment(events: list[dict]) -> dict[str, Any] | None:
         return None
     facts = probe.get("facts") or {}
     env = {key: facts.get(key) for key, _ in _ENV_ROWS}
-    env["devices"] = [d.get("name") for d in facts.get("devices") or [] if isinstance(d, dict)]
+    devices = facts.get("devices")
+    env["devices"] = [d.get("name") for d in (devices if isinstance(devices, list) else [])
+                      if isinstance(d, dict)]
     return env
 
 
@@ -139,20 +156,39 @@ def _fix(state: Any) -> dict[str, Any] | None:
         return None
     hypothesis = state.hypotheses.get(state.fix.get("hypothesis") or "")
     fix = (hypothesis.fix or {}) if hypothesis else {}
+    patches = [p for p in state.patches if isinstance(p, dict)]
+    patch = next((p for p in patches if p.get("verified")), patches[-1] if patches else None)
     return {"summary": state.fix.get("summary"), "hypothesis": state.fix.get("hypothesis"),
             "before": fix.get("before"), "after": fix.get("after"),
-            "verified": state.verified}
+            "verified": state.verified, "patch": patch,
+            "applied": bool(state.verified and (state.fix_facts or {}).get("applied"))}
 
 
-def _repro(event: dict | None, session_dir: Path) -> dict[str, Any] | None:
-    if event is None:
-        return None
+def _repro(event: dict, session_dir: Path) -> dict[str, Any]:
     repro = {k: v for k, v in event.items() if k not in ("v", "seq", "type")}
-    if repro.get("verified") and repro.get("path"):
-        path = Path(repro["path"])
-        path = path if path.is_file() else session_dir / path.name
-        repro["source"] = path.read_text(encoding="utf-8") if path.is_file() else None
+    repro["files"] = [f for f in repro.get("files") or [] if is_plain_name(f)]
+    if repro.get("verified"):
+        # The session's own repro.py, never the file the journal's ``path`` names.
+        repro["source"] = repro_source(session_dir)
     return repro
+
+
+def repro_source(session_dir: str | os.PathLike) -> str | None:
+    """The text of the session's verified ``repro.py``, read only from inside the session."""
+    try:
+        return read_bytes(session_dir, REPRO_NAME).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def _pending(session_dir: Path) -> dict[str, Any] | None:
+    pending = pending_repro(session_dir)
+    if pending is None:
+        return None
+    return {"verified": False, "pending": True, "would_run": pending.describe(),
+            "reason": (f"repro sources were recorded but never run; they are code from the"
+                       f" session's journal, so they run only when asked:"
+                       f" `torchdoctor report {session_dir.name} --rerun`")}
 
 
 def _summary(report: dict[str, Any], state: Any) -> str:
@@ -188,8 +224,8 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         parts.append(f"The fix: {fix['summary']}{verified}")
     repro = report["repro"]
     if repro and repro.get("verified"):
-        parts.append(f"A {repro['lines']}-line repro at the {repro['level']} level fails the"
-                     f" same way in {repro['seconds']:.1f} s")
+        parts.append(f"A {repro.get('lines')}-line repro at the {repro.get('level')} level"
+                     f" fails the same way in {_seconds(repro.get('seconds'), 1)} s")
     return ". ".join(p.rstrip(".") for p in parts) + "."
 
 
@@ -278,6 +314,8 @@ def _fix_md(fix: dict | None) -> list[str]:
     if fix is None:
         return out + ["No fix was recorded.", ""]
     out += [fix["summary"] or "", ""]
+    if fix.get("patch"):
+        return out + _patch_md(fix["patch"], fix.get("applied", False))
     if fix.get("before"):
         out += ["Before:", "", _fence(fix["before"], "python"), ""]
     if fix.get("after"):
@@ -289,28 +327,63 @@ def _fix_md(fix: dict | None) -> list[str]:
     return out
 
 
+def _patch_md(patch: dict, applied: bool) -> list[str]:
+    """The diff of the user's own file and what the rerun of a patched copy showed."""
+    out = [f"The patch ({patch.get('what')}):", "", _fence(str(patch.get("diff", "")), "diff"), ""]
+    check = patch.get("verification") or {}
+    before, after = check.get("before") or {}, check.get("after") or {}
+    verdict = "Verified" if patch.get("verified") else "Not verified"
+    out += [f"{verdict}: {check.get('detail', '')}.", ""]
+    if after:
+        out += [f"- ran `{after.get('command')}` on a scratch copy of the project, before and "
+                f"after the patch ({before.get('seconds', 0):.1f} s and "
+                f"{after.get('seconds', 0):.1f} s)"]
+        losses = [x for x in after.get("losses") or [] if isinstance(x, (int, float))]
+        if losses and "loss" not in str(check.get("detail", "")):
+            out += [f"- the loss went {losses[0]:.4g} → {losses[-1]:.4g} over {len(losses)} "
+                    "backward passes"]
+        out += [""]
+    if applied:
+        out += ["The patch was written to your file; the original is kept beside it "
+                "(`.orig`).", ""]
+    elif patch.get("verified"):
+        out += ["Left to you: apply it with `torchdoctor fix --apply` (a backup is kept), then "
+                "run the full training.", ""]
+    return out
+
+
 def _repro_md(repro: dict | None) -> list[str]:
     out = ["## Minimal repro", ""]
     if repro is None:
         return out + [("No repro was attempted: a repro needs a live failure, from"
                       " `torchdoctor run SCRIPT`."), ""]
     if not repro.get("verified"):
-        return out + [f"**No verified repro.** {repro.get('reason') or ''}", ""]
+        out += [f"**No verified repro.** {repro.get('reason') or ''}", ""]
+        if repro.get("would_run"):
+            out += ["It would run:", ""]
+            out += [f"- {_cell(line)}" for line in repro["would_run"]] + [""]
+        return out
     error = repro.get("error") or {}
-    out += [(f"Verified: `{repro['command']}` in a fresh process raised"
+    out += [(f"Verified: `{repro.get('command')}` in a fresh process raised"
             f" `{error.get('type')}: {_first(error.get('message'), 200)}`,"
             f" the same error as the original."), "",
-            f"- level: **{repro['level']}** ({repro.get('what')})",
-            f"- size: {repro['lines']} lines", f"- run time: {repro['seconds']:.2f} s"]
+            f"- level: **{repro.get('level')}** ({repro.get('what')})",
+            f"- size: {repro.get('lines')} lines",
+            f"- run time: {_seconds(repro.get('seconds'), 2)} s"]
     if repro.get("files"):
         out.append(f"- needs beside it: {', '.join(f'`{f}`' for f in repro['files'])}")
     widened = [a for a in repro.get("attempts") or [] if not a.get("reproduced")]
     for attempt in widened:
-        out.append(f"- widened past the {attempt['level']} level: {_first(attempt['why'])}")
+        out.append(f"- widened past the {attempt.get('level')} level:"
+                   f" {_first(attempt.get('why'))}")
     out.append("")
     if repro.get("source"):
         out += [_fence(repro["source"], "python"), ""]
     return out
+
+
+def _seconds(value: Any, digits: int) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "?"
 
 
 def _fence(text: str, lang: str) -> str:
@@ -333,23 +406,53 @@ def _md_where(location: dict | None) -> str:
 
 
 def write_report(session_dir: str | os.PathLike, output: str | os.PathLike | None = None,
-                 as_json: bool = False, redact: bool = False) -> Path:
-    """Write the report (default: report.md in the session) with its verified repro beside it.
+                 as_json: bool = False, redact: bool | Redactor = False, rerun: bool = False,
+                 announce: Any = None) -> Path:
+    """Write the report with its verified repro beside it; returns the report's path.
 
-    A repro left unverified by a killed session is verified first, so the
-    written report never shows one that was not seen to fail.
+    By default the report goes into the session (``report.md``, or
+    ``redacted/report.md`` with ``redact``, so the session's own files stay
+    whole). ``rerun`` first runs and verifies repro sources a killed session
+    left unverified; that runs code from the journal, so only a person's
+    explicit request sets it, and ``announce(line)`` is told each command.
+    Writing into the session, or rerunning, holds the session's lock.
     """
-    from torchdoctor.repro import verify_pending
-
     directory = Path(session_dir)
-    verify_pending(directory)
-    report = build_report(directory, redact=redact)
-    target = Path(output) if output else directory / ("report.json" if as_json else "report.md")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(to_json(report) if as_json else render_markdown(report), encoding="utf-8")
-    repro = report.get("repro") or {}
-    if repro.get("verified") and target.parent.resolve() != directory.resolve():
-        for name in ["repro.py", *(repro.get("files") or [])]:
-            if (directory / name).is_file():
-                shutil.copyfile(directory / name, target.parent / name)
+    redactor = redact if isinstance(redact, Redactor) else (Redactor() if redact else None)
+    name = "report.json" if as_json else "report.md"
+    into_session = output is None
+    with session_lock(directory) if (into_session or rerun) else nullcontext():
+        if rerun:
+            verify_pending(directory, announce=announce)
+        report = build_report(directory, redact=redactor or False)
+        if into_session and redactor:
+            inside(directory, REDACTED_FOLDER).mkdir(exist_ok=True)
+            target = inside(directory, REDACTED_FOLDER, name)
+        elif into_session:
+            target = inside(directory, name)
+        else:
+            target = Path(output)
+            target.parent.mkdir(parents=True, exist_ok=True)
+        text = to_json(report) if as_json else render_markdown(report)
+        write_bytes(target, text.encode("utf-8"))
+        _copy_repro(directory, report.get("repro") or {}, target.parent, redactor)
     return target
+
+
+def _copy_repro(directory: Path, repro: dict, destination: Path,
+                redactor: Redactor | None) -> None:
+    """The verified repro and the files it needs, beside the report (redacted with it)."""
+    if not repro.get("verified") or destination.resolve() == directory.resolve():
+        return
+    for name in [REPRO_NAME, *(repro.get("files") or [])]:
+        if not is_plain_name(name):
+            continue
+        try:
+            data: bytes | None = read_bytes(directory, name)
+        except FileNotFoundError:
+            continue
+        if redactor is not None:
+            data = redactor.data(name, data)
+        if data is not None:
+            write_bytes(destination / name, data)
+

@@ -59,9 +59,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _usage(str(exc))
     kb = _knowledge(args)
+    from torchdoctor.recording import record_finding, start_check
+
+    # Opened before anything runs and written as each check ends: a kill leaves the session.
+    session = start_check(args.target)
     try:
         client = PatientClient.start(budget=args.timeout)
     except PatientError as exc:
+        session.close()
         return _usage(f"could not start the patient: {exc}")
     try:
         try:
@@ -71,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
         planned = checkup.plan(reply.get("found") or {}, only, args.steps)
         checks = checkup.run_checkup(client, planned, kb, args.timeout,
                                      progress=lambda line: print(line, file=sys.stderr,
-                                                                 flush=True))
+                                                                 flush=True),
+                                     on_check=lambda c: record_finding(session,
+                                                                       c.finding.to_dict()))
     finally:
         client.close()
-    from torchdoctor.recording import record_check
-
-    session = record_check(args.target, [c.finding.to_dict() for c in checks])
+        session.close()
     if args.json:
         print(json.dumps({"target": args.target,
                           "findings": [c.finding.to_dict() for c in checks]}, default=str))

@@ -56,25 +56,33 @@ def run(args: argparse.Namespace) -> int:
     from torchdoctor.patient.client import PatientClient, PatientError
 
     script = os.path.abspath(args.script)
+    from torchdoctor.recording import finish_run, start_run
+
+    # Opened before anything runs and written as it happens: a kill leaves the session.
+    session = None if args.no_session else start_run(args.script, args.args)
     try:
         client = PatientClient.start(budget=args.probe_timeout)
     except PatientError as exc:
+        if session is not None:
+            session.note(f"could not start the patient process: {exc}")
+            session.close()
         print(f"torchdoctor run: could not start the patient process: {exc}", file=sys.stderr)
         return EXIT_UNCONFIRMED
-    from torchdoctor.recording import record_run
 
     with client:
         try:
             report = client.run_script(script, args.args, timeout=args.timeout)
         except PatientError as exc:
             outcome = _outcome_of_crash(args.script, exc)
-            session = None if args.no_session else record_run(outcome)
+            if session is not None:
+                finish_run(session, outcome)
         else:
-            outcome = _investigate(args, report, client)
-            # Recorded while the patient lives: the repro is cut from the live failure.
-            session = None if args.no_session else record_run(
-                {**outcome, "traceback": report.get("traceback")}, client)
+            outcome = _investigate(args, report, client, session)
+            # Finished while the patient lives: the repro is cut from the live failure.
+            if session is not None:
+                finish_run(session, {**outcome, "traceback": report.get("traceback")}, client)
     if session is not None:
+        session.close()
         outcome["session"] = session.id
     if args.json:
         json.dump(outcome, sys.stdout, indent=2, ensure_ascii=False, default=str)
@@ -110,7 +118,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) -> dict:
+def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
+                 session: Any = None) -> dict:
     outcome: dict[str, Any] = {
         "target": args.script, "argv": list(args.args), "exited": report["exited"],
         "exit_code": report["exit_code"], "error": None, "matches": [], "findings": [],
@@ -133,12 +142,23 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any) 
     diagnosis = diagnose(report["traceback"], kb)
     shape = diagnosis.to_dict()
     outcome["error"] = shape["error"]
+    journal = _journal_as_it_happens(session, report["traceback"], shape, args.top)
     findings = test_hypotheses(diagnosis, factory_for(client), top=args.top,
-                               only=_only(args))
+                               only=_only(args), on_finding=journal)
     matches, findings = order_by_evidence(shape["matches"][: args.top], findings)
     outcome["matches"] = matches
     outcome["findings"] = [finding.to_dict() for finding in findings]
     return outcome
+
+
+def _journal_as_it_happens(session: Any, traceback: str, shape: dict, top: int) -> Any:
+    """Journal the failure now, and return what journals each finding as it comes in."""
+    if session is None:
+        return None
+    from torchdoctor.recording import record_failure, record_finding
+
+    record_failure(session, traceback, {**shape, "matches": shape["matches"][:top]})
+    return lambda finding: record_finding(session, finding.to_dict())
 
 
 def _outcome_of_crash(script: str, exc: Exception) -> dict:
