@@ -75,8 +75,8 @@ def test_a_script_runs_past_a_probe_budget_with_no_limit_of_its_own():
 
 
 def test_the_repro_verification_budget_is_settable():
-    done = subprocess.run([sys.executable, "-c", "from torchdoctor import repro;"
-                           " print(repro.DEFAULT_TIMEOUT)"], cwd=ROOT, capture_output=True,
+    program = "from torchdoctor import repro; print(repro.DEFAULT_TIMEOUT)"
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=True,
                           env={**os.environ, "TORCHDOCTOR_REPRO_TIMEOUT": "7.5"})
     assert done.stdout.strip() == "7.5"
