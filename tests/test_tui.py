@@ -21,7 +21,7 @@ from torchdoctor.journal import read_events
 from torchdoctor.session import Session
 from torchdoctor.tui import build_app, run_outcome_session
 from torchdoctor.tui.app import TorchDoctorApp
-from torchdoctor.tui.doctor import Doctor, Target, default_client_factory
+from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
 from torchdoctor.tui.screens.intake import IntakeScreen
 from torchdoctor.tui.screens.log import LogScreen
@@ -166,10 +166,13 @@ async def test_a_dying_patient_ends_as_a_readable_panel(tmp_path):
         await pilot.press("4", "r")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        assert isinstance(app.screen, ErrorPanel) or app.session.state.probes
+        # A probe whose patient died is a result (status error), not a step that failed.
+        assert not isinstance(app.screen, ErrorPanel)
+        assert app.session.state.probes[-1]["status"] == "error"
         hyp = next(iter(app.session.state.hypotheses.values()))
         assert hyp.state == "error"
         assert "died" in hyp.evidence[-1]["summary"]
+        assert hyp.reason.startswith("the probe run crashed, so it is no evidence")
 
 
 @synchronously
@@ -208,11 +211,9 @@ async def test_log_screen_reads_the_journal_and_export_says_where_it_went(tmp_pa
         assert text.count("proposed") == len(app.session.state.hypotheses)
         await pilot.press("escape", "e")
         await pilot.pause()
-        if isinstance(app.screen, ErrorPanel):  # the report module has not landed yet
-            assert str(app.session.journal.path) in app.screen.body
-            await pilot.press("escape")
-        else:
-            assert app.exported and Path(app.exported).exists()
+        assert not isinstance(app.screen, ErrorPanel)
+        assert app.exported and Path(app.exported).exists()
+        assert Path(app.exported).read_text().startswith("# torchdoctor report")
         await pilot.press("t")
         assert app.theme == "textual-light"
 
@@ -292,7 +293,8 @@ async def test_a_new_error_on_the_intake_gets_its_own_session(tmp_path):
         assert all(key.startswith("index.") for key in app.session.state.hypotheses)
         assert app.phase == "gather"  # nothing to rerun: the pasted error is the first fact
     earlier, _ = read_events(first_session.journal.path)
-    assert earlier[-1]["type"] == "close" or any(e["type"] == "matches" for e in earlier)
+    assert any(e["type"] == "matches" for e in earlier)  # the first error stays in its session
+    assert not any(e["type"] == "parse" and e["error"]["type"] == "IndexError" for e in earlier)
 
 
 @synchronously
@@ -375,7 +377,7 @@ def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
 def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):
     session = Session.start(tmp_path / "sessions")
     harness = f"{ROOT / 'tests' / 'zoo' / 'silent' / 'missing_step.py'}:harness"
-    doctor = Doctor(session, Target(harness=harness), default_client_factory(str(ROOT)))
+    doctor = Investigation(session, Target(harness=harness), default_client_factory(str(ROOT)))
     try:
         doctor.diagnose_text("loss stays at 2.30 with 10 classes", "symptom")
         outcome = doctor.reproduce()
@@ -438,3 +440,49 @@ async def test_the_demo_walks_all_five_phases_with_real_patients(tmp_path):
         await pilot.pause()
         assert state.verified is True and "fix" in state.completed
         assert "overfit_batch" in app.verify_detail
+
+
+class OtherScriptPatient(FakePatient):
+    """A target that fails, but not with the pasted error."""
+
+    def run_script(self, path, argv=(), cwd=None, timeout=None):
+        return {"exited": "raised", "exit_code": 1, "traceback": EMBEDDING_TRACEBACK,
+                "error": {"type": "IndexError", "message": "index out of range in self"}}
+
+
+def test_the_pasted_error_rerun_word_for_word_is_the_same_error(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    try:
+        outcome = app.doctor.reproduce()
+    finally:
+        app.doctor.close()
+    assert outcome["same"] is True and outcome["detail"] == "the same error came back"
+    assert "reproduce" in app.session.state.completed
+
+
+def test_a_different_error_is_said_plainly_and_tests_nothing_about_the_paste(tmp_path):
+    app = make_app(tmp_path, lambda env=None: OtherScriptPatient())
+    try:
+        outcome = app.doctor.reproduce()
+        key = next(iter(app.session.state.hypotheses))
+        finding = app.doctor.test(key)
+    finally:
+        app.doctor.close()
+    assert outcome["same"] is False
+    assert outcome["detail"].startswith("a different error came back: IndexError: index out")
+    assert "IndexError instead of RuntimeError" in outcome["detail"]
+    assert outcome["traceback"] == EMBEDDING_TRACEBACK  # for a front end to offer to diagnose
+    assert "reproduce" not in app.session.state.completed
+    assert finding["verdict"] == "untested" and "does not reproduce" in finding["reason"]
+    assert app.session.state.hypotheses[key].state == "untested"
+
+
+def test_verify_tells_the_same_failure_from_a_new_one(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    same = app.doctor.verify()
+    assert same["passed"] is False
+    assert same["detail"].startswith("the rerun still fails the same way: RuntimeError: mat1")
+    app.doctor.client_factory = lambda env=None: OtherScriptPatient()
+    other = app.doctor.verify()
+    assert other["detail"].startswith("the rerun fails with a different error: IndexError")
+    assert "IndexError instead of RuntimeError" in other["detail"]

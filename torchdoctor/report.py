@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from torchdoctor.journal import JOURNAL_NAME, read_events
-from torchdoctor.location import describe_location
+from torchdoctor.location import describe_location, site_lines
 from torchdoctor.redact import Redactor
 from torchdoctor.repro import REPRO_NAME, pending_repro, verify_pending
 from torchdoctor.session import PHASE_TITLES, Session
@@ -148,6 +148,8 @@ def _hypothesis(h: Any) -> dict[str, Any]:
             "verdict": h.state, "reason": h.reason,
             "evidence": evidence.get("summary") if evidence else h.reason,
             "location": evidence.get("location") if evidence else None,
+            "fix_at": evidence.get("fix_at") if evidence else None,
+            "raised_at": evidence.get("raised_at") if evidence else None,
             "fix": (h.fix or {}).get("summary")}
 
 
@@ -209,6 +211,7 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         cause = confirmed[0]
         parts.append(f"The confirmed cause: {cause['statement']}"
                      + (f" ({cause['probe']}: {cause['evidence']})" if cause["probe"] else ""))
+        parts += [line[0].upper() + line[1:] for line in site_lines(cause)]
         where = _md_where(cause.get("location"))
         if where:
             parts.append(f"Where: {where}")

@@ -17,8 +17,12 @@ import json
 import sys
 from typing import Any
 
-from torchdoctor.checkup import EXIT_FAILED, EXIT_INCOMPLETE, EXIT_OK  # noqa: F401 — ours too
-from torchdoctor.location import describe_location
+from torchdoctor.investigation.checkup import (  # noqa: F401 — the command's exit codes
+    EXIT_FAILED,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+)
+from torchdoctor.location import describe_location, site_lines
 
 EXIT_USAGE = 2
 
@@ -43,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchdoctor import checkup
+    from torchdoctor.investigation import checkup
     from torchdoctor.patient.client import PatientClient, PatientError
 
     only = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else None
@@ -120,7 +124,7 @@ def _knowledge(args: argparse.Namespace) -> Any:
 
 
 def _print_text(target: str, checks: list) -> None:
-    from torchdoctor.checkup import SYMBOLS
+    from torchdoctor.investigation.checkup import SYMBOLS
     from torchdoctor.match import fill_prose
 
     print(f"checkup of {target}")
@@ -136,6 +140,8 @@ def _print_text(target: str, checks: list) -> None:
         if f.status == "error":
             errors_seen[_error_key(f.summary)] = f.probe
         print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
+        for line in site_lines(f.to_dict()):
+            print(f"    {line}")
         where = describe_location(f.location)
         if where and f.status in ("fail", "warn"):
             print(f"    at {where}")

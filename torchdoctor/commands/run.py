@@ -21,7 +21,7 @@ import re
 import sys
 from typing import Any
 
-from torchdoctor.location import describe_location
+from torchdoctor.location import describe_location, site_lines
 
 EXIT_OK, EXIT_UNCONFIRMED, EXIT_USAGE = 0, 1, 2
 
@@ -128,7 +128,8 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
     }
     if report["exited"] != "raised":
         return outcome
-    from torchdoctor.investigate import factory_for, order_by_evidence, test_hypotheses
+    from torchdoctor.investigation.hypotheses import order_by_evidence, test_hypotheses
+    from torchdoctor.investigation.probing import factory_for
     from torchdoctor.knowledge import KnowledgeError, load_knowledge
     from torchdoctor.match import diagnose
 
@@ -256,6 +257,8 @@ def print_text(outcome: dict) -> None:
         if unstated:
             print("  decided by: " + ", ".join(f"{name} = {value}"
                                               for name, value in unstated.items()))
+        for line in site_lines(finding):
+            print(f"  {line}")
         where = describe_location(finding.get("location"))
         if where:
             print(f"  where: {where}")
@@ -272,6 +275,8 @@ def print_text(outcome: dict) -> None:
             continue
         statement = hypotheses.get(finding["hypothesis"], {}).get("statement")
         print(f"  {finding['verdict']}: {_shorten(statement or finding['summary'], 110)}")
+        if finding.get("reason"):
+            print(f"    ({_shorten(finding['reason'], 104)})")
     if need_harness and not confirmed:
         print("  not testable on a script (they rerun training steps): give a harness and run"
               f" torchdoctor check {name}:NAME (see docs/harness.md) to test:")
@@ -313,7 +318,7 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def _needs_harness(finding: dict) -> bool:
-    return finding["verdict"] == "error" and finding["summary"].startswith("NoTarget:")
+    return finding["verdict"] == "untested" and "needs a" in (finding.get("reason") or "")
 
 
 def _first_line(text: Any) -> str:

@@ -26,7 +26,7 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
     """
     from torchdoctor.session import Session
     from torchdoctor.tui.app import TorchDoctorApp
-    from torchdoctor.tui.doctor import Target, default_client_factory
+    from torchdoctor.investigation.walk import Target, default_client_factory
 
     chosen = _target(target, script, argv, Target)
     if harness:

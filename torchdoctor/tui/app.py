@@ -2,7 +2,7 @@
 
 The app holds no diagnostic logic and imports no torch: it receives a
 patient-client factory (as memray's TUI receives its reader), runs every
-blocking step of the ``Doctor`` in a thread worker that answers with a
+blocking step of the ``Investigation`` (the core engine) in a thread worker that answers with a
 message, and redraws from the Session, whose journal is the hypothesis log.
 """
 
@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState
 
 from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES, Session
 from torchdoctor.tui.commands import DoctorCommands
-from torchdoctor.tui.doctor import Cancelled, ClientFactory, Doctor, Target
+from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
 from torchdoctor.tui.messages import StepFailed, StepFinished
 from torchdoctor.tui.screens.modals import Ask, ErrorPanel
 from torchdoctor.tui.widgets import views
@@ -62,13 +62,13 @@ class TorchDoctorApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, session: Session, client_factory: ClientFactory,
+    def __init__(self, session: Session, client_factory: PatientFactory,
                  target: Target | None = None, *, demo: Any = None,
                  kb_dirs: tuple[str, ...] = (), autostart: bool = False,
                  intake_first: bool = False) -> None:
         super().__init__()
         self.session = session
-        self.doctor = Doctor(session, target, client_factory, kb_dirs)
+        self.doctor = Investigation(session, target, client_factory, kb_dirs)
         self.demo = demo
         self.demo_fixed = False
         self.autostart = autostart
@@ -498,7 +498,7 @@ class TorchDoctorApp(App[int]):
         old = self.session
         self.session = Session.start(old.journal.directory.parent, kind="app")
         self.doctor.close()
-        self.doctor = Doctor(self.session, self.doctor.target, self.doctor.client_factory,
+        self.doctor = Investigation(self.session, self.doctor.target, self.doctor.client_factory,
                              self.doctor.kb_dirs)
         self.selected_row = 0
         self.verify_detail = ""

@@ -14,7 +14,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from torchdoctor.location import describe_location
+from torchdoctor.location import describe_location, site_lines
 from torchdoctor.session import Hypothesis, SessionState
 
 STATE_STYLE = {
@@ -200,6 +200,11 @@ def result_view(hyp: Hypothesis | None) -> RenderableType:
     lines = [Text.assemble(("verdict: ", "bold"), (verdict, STATE_STYLE.get(verdict, ""))),
              Text.assemble(("evidence: ", "bold"), f"{finding.get('probe')} "
                            f"[{finding.get('status')}] {finding.get('summary', '')}")]
+    if finding.get("reason"):
+        lines.append(Text.assemble(("why: ", "bold"), finding["reason"]))
+    for line in site_lines(finding):  # the fix site first
+        label, _, text = line.partition(": ")
+        lines.append(Text.assemble((f"{label}: ", "bold"), text))
     where = describe_location(finding.get("location"))
     if where:
         lines.append(Text.assemble(("where: ", "bold"), where))

@@ -4,26 +4,22 @@ A training run that does not learn raises nothing, so the checkup runs every
 training-sanity probe that applies, cheapest first, and turns each result
 into a finding. A failing check is tied to the knowledge-base hypotheses
 whose own ``confirm`` criteria its result meets, so the person sees the
-named cause and its fix, not just a red mark. Torch-free: probes run in the
-patient.
+named cause and its fix, not just a red mark. A check is judged by the
+same rules as every verdict (``verdicts``): a check that passed confirms
+nothing. Torch-free: probes run in the patient.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor.criteria import verdict
-from torchdoctor.investigate import Finding
-from torchdoctor.patient.client import (
-    PatientClient,
-    PatientDied,
-    PatientError,
-    PatientRequestError,
-    PatientTimeout,
-)
+from torchdoctor.investigation.findings import Finding
+from torchdoctor.investigation.hypotheses import judged_finding
+from torchdoctor.investigation.probing import factory_for, run_probe
+from torchdoctor.investigation.verdicts import judge as judge_one
+from torchdoctor.patient.client import PatientClient
 from torchdoctor.probes_manifest import PROBES
 
 # Cheapest first, so a broken harness shows its first problem within a second.
@@ -116,29 +112,32 @@ def _candidates(name: str, result: dict[str, Any], kb: Any) -> list[tuple[Any, A
 
 
 def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
-    """A finding for one probe result; a failing check names the hypothesis it confirms."""
-    status = result.get("status", "error")
+    """A finding for one probe result: the best-supported hypothesis it confirms, or, for a
+    check that passed, one it rejects; judged by the same rules as every verdict."""
     candidates = _candidates(name, result, kb)
-    fields_of = {id(hyp): fields for _, hyp, fields in candidates}
-    judged = [(entry, hyp, verdict(hyp, result, fields)) for entry, hyp, fields in candidates]
-    confirmed = [(e, h) for e, h, v in judged if v == "confirmed"]
-    rejected = [(e, h) for e, h, v in judged if v == "rejected"]
-    entry = hyp = None
-    if status == "error":
-        outcome = "error"
-    elif confirmed and status in ("fail", "warn"):
-        (entry, hyp), outcome = confirmed[0], "confirmed"
-    elif rejected and status in ("pass", "inconclusive"):
-        (entry, hyp), outcome = rejected[0], "rejected"
-    else:
-        outcome = "inconclusive" if judged else "untested"
-    finding = Finding(
-        probe=name, status=status, summary=result.get("summary", ""),
-        hypothesis=f"{entry.id}/{hyp.id}" if entry is not None else None,
-        verdict=outcome, location=result.get("location"), facts=result.get("facts") or {})
-    if outcome != "confirmed":
+    judged = [(entry, hyp, fields, judge_one(hyp, result, fields))
+              for entry, hyp, fields in candidates]
+    confirmed = [item for item in judged if item[3].verdict == "confirmed"]
+    rejected = [item for item in judged if item[3].verdict == "rejected"]
+    chosen = None
+    if confirmed:
+        chosen = max(confirmed, key=lambda item: item[3].support)  # the first of equals
+    elif rejected and result.get("status") == "pass":
+        chosen = rejected[0]
+    if chosen is not None:
+        entry, hyp, fields, judgement = chosen
+        finding = judged_finding(name, result, f"{entry.id}/{hyp.id}", hyp, fields, None)
+        if judgement.verdict == "confirmed":
+            return Check(finding, entry, hyp, fields)
         return Check(finding)
-    return Check(finding, entry, hyp, fields_of.get(id(hyp), {}))
+    finding = judged_finding(name, result, None, None, {}, None)
+    own = judge_one(None, result, {})  # error and untested speak for themselves
+    if own.verdict in ("error", "untested"):
+        finding.verdict, finding.reason = own.verdict, own.reason
+    else:
+        finding.verdict = "inconclusive" if judged else "untested"
+        finding.reason = "" if judged else "no knowledge-base hypothesis reads this check"
+    return Check(finding)
 
 
 def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]], kb: Any,
@@ -152,27 +151,10 @@ def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]]
         bound = expected_bound(name, params)
         if bound:
             progress(f"running {name} ({bound})…")
-        try:
-            result = client.probe(name, params, timeout=timeout)
-        except (PatientTimeout, PatientDied) as exc:
-            summary = (f"timed out after {exc.seconds:g} s: the probe hung"
-                       if isinstance(exc, PatientTimeout) else str(exc).splitlines()[0])
-            result = {"status": "error", "summary": summary,
-                      "facts": {"timeout": isinstance(exc, PatientTimeout)}, "location": None}
-            _restart(client)
-        except PatientRequestError as exc:
-            if "unknown probe" in exc.message or "no probe" in exc.message:
-                continue
-            result = {"status": "error", "summary": f"{exc.type}: {exc.message}",
-                      "facts": {}, "location": None}
+        result = run_probe(name, params, factory_for(client), timeout=timeout)
         checks.append(judge(name, result, kb))
         on_check(checks[-1])
     return checks
-
-
-def _restart(client: PatientClient) -> None:
-    with contextlib.suppress(PatientError):
-        client.restart()
 
 
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 3

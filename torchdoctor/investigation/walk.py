@@ -1,9 +1,10 @@
-"""The blocking work of each phase, kept apart from any screen.
+"""The five phases' steps against real patients, recorded in a Session.
 
-Every method here may wait seconds on a patient process, so the app calls
-them from thread workers; the text walk of ``torchdoctor demo --no-tui``
-calls the same methods in order. All state goes through the Session, so
-what the screens show is what the journal holds.
+This is what the app runs in its thread workers and what ``demo --no-tui``
+runs in order: reproduce the failure, gather the census, test one
+hypothesis, bisect, verify a fix. Each step may wait seconds on a patient;
+none knows any screen. Every outcome goes through the Session, so what a
+front end shows is what the journal holds.
 """
 
 from __future__ import annotations
@@ -16,16 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchdoctor.investigation.findings import Finding, untested_result
+from torchdoctor.investigation.hypotheses import judged_finding, support
+from torchdoctor.investigation.sameness import describe_error, same_error
+from torchdoctor.investigation.verdicts import fact_names
 from torchdoctor.session import Session
 
 # ``factory(env)`` starts a fresh patient with those environment overrides and
 # no target loaded; the caller closes it. Tests pass a real one, or a fake for
 # screens alone.
-ClientFactory = Callable[[Mapping[str, str] | None], Any]
+PatientFactory = Callable[[Mapping[str, str] | None], Any]
 SEED = 0
 
 
-def default_client_factory(cwd: str | None = None) -> ClientFactory:
+def default_client_factory(cwd: str | None = None) -> PatientFactory:
     """Real patients started in ``cwd`` (the target's folder, as ``python script.py`` would)."""
 
     def make(env: Mapping[str, str] | None = None) -> Any:
@@ -84,18 +89,11 @@ class Cancelled(Exception):
     """The person stopped the running step; the patient was killed."""
 
 
-def signature(error: Mapping[str, Any] | None) -> str | None:
-    """What makes two failures 'the same': the parser's signature, or type and message."""
-    if not error:
-        return None
-    return error.get("signature") or f"{error.get('type')}: {error.get('message')}"
-
-
-class Doctor:
+class Investigation:
     """Runs each phase's step against patients and records it in the session."""
 
     def __init__(self, session: Session, target: Target | None,
-                 client_factory: ClientFactory, kb_dirs: tuple[str, ...] = ()) -> None:
+                 client_factory: PatientFactory, kb_dirs: tuple[str, ...] = ()) -> None:
         self.session = session
         self.target = target
         self.client_factory = client_factory
@@ -123,6 +121,12 @@ class Doctor:
         self.session.record_input(text, source)
         self.session.record_diagnosis(diagnosis)
         return diagnosis
+
+    @property
+    def error(self) -> dict | None:
+        """The failure being explained; None for a silent symptom or nothing yet."""
+        error = self.session.state.error
+        return error if error and error.get("type") else None
 
     # -- patients ----------------------------------------------------------------
 
@@ -179,7 +183,11 @@ class Doctor:
     # -- Reproduce ------------------------------------------------------------------
 
     def reproduce(self, seed: int = SEED) -> dict:
-        """Rerun the target in a fresh patient with a fixed seed; was it the same failure?"""
+        """Rerun the target in a fresh patient with a fixed seed; was it the same failure?
+
+        The answer carries ``error`` and ``traceback`` of what came back, so a
+        front end can offer to diagnose a different error as its own problem.
+        """
         target = self._require_target()
         client = self._start({"TORCHDOCTOR_SEED": str(seed)})
         try:
@@ -197,17 +205,20 @@ class Doctor:
             detail = failure["detail"] + ("; a silent symptom: the tests check the training"
                                           if symptom else "")
             self.session.record_reproduction(symptom, None, seed, detail)
-            return {"same": symptom, "error": None, "detail": detail, "captured": False}
+            return {"same": symptom, "error": None, "detail": detail, "captured": False,
+                    "traceback": None}
         captured = previous is None or not previous.get("type")
         if captured and failure.get("traceback"):
             self.diagnose_text(failure["traceback"], "script")
             error = self.session.state.error
         else:
             error = failure["error"]
-        same = captured or signature(previous) == signature(error)
+        sameness = same_error(previous, error) if not captured else None
+        same = captured or sameness.same
         detail = ("captured the failure" if captured else
                   "the same error came back" if same else
-                  f"a different error came back: {signature(error)}")
+                  f"a different error came back: {describe_error(error)} "
+                  f"({sameness.difference})")
         self.session.record_reproduction(same, error, seed, detail)
         if same and target.script and not self._repro_recorded:
             # Cut while this patient still holds the failing frames' live objects.
@@ -215,15 +226,16 @@ class Doctor:
 
             record_repro_from_patient(self.session, client, error, target.script, target.argv)
             self._repro_recorded = True
-        return {"same": same, "error": error, "detail": detail, "captured": captured}
+        return {"same": same, "error": error, "detail": detail, "captured": captured,
+                "traceback": failure.get("traceback")}
 
     def _run_target(self, client: Any, target: Target) -> dict:
         if target.script:
             reply = client.run_script(target.script, target.argv, cwd=target.directory)
             if reply.get("exited") == "raised":
-                return {"error": reply.get("error"), "traceback": reply.get("traceback")
-                        or (reply.get("error") or {}).get("traceback"),
-                        "detail": "raised"}
+                traceback = reply.get("traceback") or (reply.get("error") or {}).get("traceback")
+                return {"error": _with_frame(reply.get("error"), traceback),
+                        "traceback": traceback, "detail": "raised"}
             return {"error": None, "traceback": None,
                     "detail": f"{target.label} ended without an exception "
                               f"({reply.get('exited')}, exit code {reply.get('exit_code')})"}
@@ -231,11 +243,25 @@ class Doctor:
         result = client.probe("trace", {"backward": True})
         facts = result.get("facts") or {}
         if facts.get("raised"):
+            frame = ({"file": facts.get("failing_file"), "line": facts.get("failing_line"),
+                      "function": facts.get("failing_function"),
+                      "code": facts.get("failing_code")} if facts.get("failing_file") else None)
             return {"error": {"type": facts.get("error_type"),
-                              "message": facts.get("error_message")},
+                              "message": facts.get("error_message"), "user_frame": frame},
                     "traceback": None, "detail": result.get("summary", "")}
         return {"error": None, "traceback": None,
                 "detail": f"one training step of {target.label} ran without an exception"}
+
+    def _reproduced_elsewhere(self) -> str | None:
+        """Why the live objects are not the failing run's: the target failed differently
+        (or not at all) on its last rerun, so what a probe finds there is about another run."""
+        if self.error is None or not self.session.state.reproductions:
+            return None
+        last = self.session.state.reproductions[-1]
+        if last.get("same"):
+            return None
+        return (f"the target does not reproduce this error ({last.get('detail')}): a probe on "
+                "it would test another run")
 
     # -- Gather -----------------------------------------------------------------------
 
@@ -254,7 +280,7 @@ class Doctor:
                 if client is not self.shared:
                     self._done(client)
             self._check_cancel()
-            finding = _finding(name, result, None, None)
+            finding = judged_finding(name, result, None, None, {}, self.error).to_dict()
             self.session.record_probe(finding)
             findings.append(finding)
         return findings
@@ -273,9 +299,7 @@ class Doctor:
         return None, {}
 
     def test(self, key: str) -> dict:
-        """Run the probe a hypothesis names and judge it by its own criteria."""
-        from torchdoctor.criteria import verdict
-
+        """Run the probe a hypothesis names and judge it against the failing run."""
         hyp = self.session.state.hypotheses.get(key)
         if hyp is None:
             raise ValueError(f"no hypothesis {key}")
@@ -285,6 +309,12 @@ class Doctor:
                              " from what you know")
         if self.shared is None or not getattr(self.shared, "alive", True):
             self.reproduce()
+        elsewhere = self._reproduced_elsewhere()
+        if elsewhere:
+            finding = judged_finding(hyp.probe, untested_result(hyp.probe, elsewhere), key,
+                                     spec, fields, self.error).to_dict()
+            self.session.record_probe(finding)
+            return finding
         self.session.set_state(key, "testing")
         client = self.shared
         self._track(client)
@@ -296,9 +326,29 @@ class Doctor:
             raise
         finally:
             self._untrack(client)
-        finding = _finding(hyp.probe, result, key, verdict(spec, result, fields))
-        self.session.record_probe(finding)
-        return finding
+        finding = judged_finding(hyp.probe, result, key, spec, fields, self.error)
+        self._settle_rival(finding)
+        self.session.record_probe(finding.to_dict())
+        return finding.to_dict()
+
+    def _settle_rival(self, finding: Finding) -> None:
+        """One confirmed hypothesis per entry: a new confirmation meets an earlier one."""
+        if finding.verdict != "confirmed":
+            return
+        entry = finding.hypothesis.rpartition("/")[0]
+        for other in self.session.state.hypotheses.values():
+            if other.key == finding.hypothesis or other.entry != entry \
+                    or other.state != "confirmed" or not other.evidence:
+                continue
+            earlier = self.hypothesis_spec(other.key)[0] or {}
+            if _confirm_facts(earlier) >= support(finding):
+                finding.verdict = "inconclusive"
+                finding.reason = (f"its criteria hold, but it rivals {other.key}, which the "
+                                  "evidence supports at least as well")
+            else:
+                self.session.set_state(other.key, "inconclusive",
+                                       f"it rivals {finding.hypothesis}, which the evidence "
+                                       "supports better")
 
     def bisect(self, lo: int = 0, hi: int = -1) -> dict:
         """The ``bisect`` probe over leaf modules, from the person's own range when given."""
@@ -311,7 +361,8 @@ class Doctor:
         finally:
             self._untrack(client)
         self._check_cancel()
-        self.session.record_probe(_finding("bisect", result, None, None))
+        self.session.record_probe(judged_finding("bisect", result, None, None, {},
+                                                 self.error).to_dict())
         if (result.get("facts") or {}).get("first_bad") and not self._traced():
             # The shapes and dtypes that reached the first bad module come from the trace.
             self._track(client)
@@ -320,7 +371,8 @@ class Doctor:
             finally:
                 self._untrack(client)
             self._check_cancel()
-            self.session.record_probe(_finding("trace", trace, None, None))
+            self.session.record_probe(judged_finding("trace", trace, None, None, {},
+                                                     self.error).to_dict())
         return result
 
     def _traced(self) -> bool:
@@ -338,7 +390,14 @@ class Doctor:
         finally:
             self._done(client)
         if failure["error"] is not None:
-            detail = f"the rerun still fails: {signature(failure['error'])}"
+            sameness = same_error(self.error, failure["error"]) if self.error else None
+            raised = describe_error(failure["error"])
+            if sameness is None:
+                detail = f"the rerun raised {raised}"
+            elif sameness.same:
+                detail = f"the rerun still fails the same way: {raised}"
+            else:
+                detail = f"the rerun fails with a different error: {raised} ({sameness.difference})"
             self.session.record_verification(False, detail, {"error": failure["error"]})
             return {"passed": False, "detail": detail, "overfit": None}
         overfit = None
@@ -362,10 +421,11 @@ class Doctor:
     def _probe(self, client: Any, name: str, params: dict) -> dict:
         """One probe's result; a patient that died (or was cancelled) becomes an error result.
 
-        Probes that need fresh patients go through ``investigate.run_probe``;
-        the others are asked directly so a cancel does not restart the patient.
+        Probes that need fresh patients go through ``probing.run_probe``; the
+        others are asked directly so a cancel does not restart the patient.
         """
-        from torchdoctor.investigate import factory_for, run_probe
+        from torchdoctor.investigation.findings import error_result
+        from torchdoctor.investigation.probing import factory_for, result_of_refusal, run_probe
         from torchdoctor.patient.client import PatientError, PatientRequestError
         from torchdoctor.probes_manifest import PROBES
 
@@ -375,13 +435,11 @@ class Doctor:
         try:
             return client.probe(name, params)
         except PatientRequestError as exc:
-            return {"probe": name, "status": "error", "summary": f"{exc.type}: {exc.message}",
-                    "facts": {}, "location": None}
+            return result_of_refusal(name, exc)
         except PatientError as exc:
             if self._cancelled.is_set():
                 raise Cancelled("stopped") from None
-            return {"probe": name, "status": "error", "summary": str(exc), "facts": {},
-                    "location": None}
+            return error_result(name, str(exc))
 
     def _track(self, client: Any) -> None:
         if client is not None and client not in self._running:
@@ -392,8 +450,20 @@ class Doctor:
             self._running.remove(client)
 
 
-def _finding(probe: str, result: Mapping[str, Any], key: str | None,
-             verdict: str | None) -> dict:
-    return {"probe": probe, "status": result.get("status", "error"),
-            "summary": result.get("summary", ""), "hypothesis": key, "verdict": verdict,
-            "location": result.get("location"), "facts": result.get("facts") or {}}
+def _confirm_facts(hypothesis: Mapping[str, Any]) -> int:
+    """How many facts a hypothesis' confirm criteria read: its confirmation's support."""
+    return len(fact_names(hypothesis.get("confirm") or []))
+
+
+def _with_frame(error: Mapping[str, Any] | None, traceback: str | None) -> dict | None:
+    """The patient's error with the user frame its traceback names, for comparing failures."""
+    if error is None:
+        return None
+    error = dict(error)
+    if traceback and not error.get("user_frame"):
+        from torchdoctor.parse import parse_traceback
+
+        parsed = parse_traceback(traceback)
+        if parsed is not None and parsed.user_frame is not None:
+            error["user_frame"] = parsed.user_frame.location()
+    return error
