@@ -159,5 +159,7 @@ def test_an_input_without_its_batch_dimension_rejects_a_wrong_in_features():
     error = diagnosis.to_dict()["error"]
     assert judge(hypotheses["wrong_in_features"], trace, match.fields, error).verdict == \
         "rejected"
-    assert judge(hypotheses["flattened_batch"], trace, match.fields, error).verdict == \
+    # The flattened batch itself is judged on the failing run's recording, by provenance.
+    provenance = {"status": "fail", "facts": {"raised": True, "batch_merged": True}}
+    assert judge(hypotheses["flattened_batch"], provenance, match.fields, error).verdict == \
         "confirmed"
