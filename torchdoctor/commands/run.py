@@ -45,6 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"torchdoctor run: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    notice = _own_flags_after_script(args)
+    if notice:
+        print(f"torchdoctor run: {notice}", file=sys.stderr)
+    if not (args.json or args.no_tui or args.no_session) and _interactive():
+        # The app runs the script itself, so its output shows live and one session holds all.
+        from torchdoctor.tui import open_app
+
+        return open_app(script=args.script, argv=list(args.args), kind="run", autostart=True,
+                        kb_dirs=tuple(getattr(args, "kb", ()) or ()), notice=notice)
     from torchdoctor.patient.client import PatientClient, PatientError
 
     script = os.path.abspath(args.script)
@@ -81,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _echo_output(outcome)
-        if args.no_tui or not open_app_or_text(outcome):
-            print_text(outcome)
+        print_text(outcome)
     return outcome_status(outcome)
 
 
@@ -173,22 +181,22 @@ def outcome_status(outcome: dict) -> int:
     return EXIT_UNCONFIRMED
 
 
-def open_app_or_text(outcome: dict) -> bool:
-    """Open the app at this diagnosis when it exists and a terminal is there to show it.
+def _interactive() -> bool:
+    return sys.stdout.isatty() and sys.stdin.isatty()
 
-    Returns False when the caller should print the text form instead.
-    """
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        return False
-    try:
-        from torchdoctor import tui
-    except ImportError:
-        return False
-    opener = getattr(tui, "open_run_outcome", None)
-    if opener is None:
-        return False
-    opener(outcome)
-    return True
+
+# run's own options: given after the script they are the script's (as with python -m pdb).
+_OWN_FLAGS = ("--no-tui", "--json", "--timeout", "--top", "--only", "--no-session")
+
+
+def _own_flags_after_script(args: argparse.Namespace) -> str | None:
+    """One line when words after the script look like torchdoctor's: they are not read as such."""
+    own = [word for word in args.args if word.split("=", 1)[0] in _OWN_FLAGS]
+    if not own:
+        return None
+    name = os.path.basename(args.script)
+    return (f"{' '.join(own)} come after {name}, so {name} gets them; "
+            f"for torchdoctor, put them first: torchdoctor run {' '.join(own)} {name}")
 
 
 def _echo_output(outcome: dict) -> None:
