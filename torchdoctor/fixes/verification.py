@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torchdoctor
+from torchdoctor.process_groups import end_group, spawn
 
 # Steps past the unpatched run's last one that count as "got further".
 EXTRA_STEPS = 2
@@ -82,9 +82,8 @@ def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: fl
         started = time.perf_counter()
         with open(Path(scratch) / "output", "w+b") as output:
             # A file, not a pipe: nobody has to drain it while the run is watched for stop.
-            process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                       stdout=output, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            process = spawn(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=output, stderr=subprocess.STDOUT)
             ended = None
             try:
                 while process.poll() is None:
@@ -96,8 +95,7 @@ def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: fl
                         break
                     time.sleep(0.1)
             finally:
-                _kill_group(process)  # whatever the script started goes with it
-                process.wait()
+                end_group(process)  # whatever the script started goes with it
             output.seek(max(0, output.seek(0, os.SEEK_END) - OUTPUT_TAIL_CHARS * 4))
             tail = output.read().decode("utf-8", "replace")[-OUTPUT_TAIL_CHARS:]
         seconds = round(time.perf_counter() - started, 3)
@@ -110,13 +108,6 @@ def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: fl
     return Run(shown, str(outcome.get("ended")), seconds, outcome.get("exit_code"),
                int(outcome.get("steps") or 0), list(outcome.get("losses") or []),
                outcome.get("error"), tail)
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def judge_script(before: Run, after: Run) -> Verification:
