@@ -152,6 +152,8 @@ class Judgement:
     fix_named: bool = False
     rejected: bool = False
     wrong: list[str] = field(default_factory=list)
+    # Other hypotheses of the expected entry confirmed beside it (often mutually exclusive ones).
+    siblings: list[str] = field(default_factory=list)
     note: str = ""
 
     @property
@@ -198,6 +200,8 @@ def judge(outcome: Outcome) -> Judgement:
                 judgement.rejected = True
         elif verdict == "confirmed" and (case.entry is None or entry_of(hypothesis) != case.entry):
             judgement.wrong.append(hypothesis)
+        elif verdict == "confirmed":
+            judgement.siblings.append(hypothesis)
     judgement.note = summary_note(outcome, judgement)
     return judgement
 
@@ -222,6 +226,8 @@ def summary_note(outcome: Outcome, judgement: Judgement) -> str:
             notes.append(f"points at {describe(places[0]) if places else 'nothing'}")
     if judgement.wrong:
         notes.append("also confirms " + ", ".join(judgement.wrong))
+    if judgement.siblings:
+        notes.append("beside it " + ", ".join(h.rsplit("/", 1)[1] for h in judgement.siblings))
     return "; ".join(notes)
 
 

@@ -28,6 +28,10 @@ class IResNet(nn.Module):
         x = self.prelu(self.bn1(self.conv1(x)))
         return self.layer3(self.layer2(self.layer1(x)))
 
+    def forward(self, x):
+        x = torch.flatten(self.backbone(x), 1)
+        return self.features(self.fc(self.dropout(x)))
+
     def calculate_serfiq(self, x, T=10, scaling=5.0):
         self.eval()
         with torch.no_grad():
