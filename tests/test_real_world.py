@@ -25,9 +25,12 @@ from torchdoctor.knowledge import load_knowledge
 
 CASES = load_cases()
 
-# Today's figures on the set (see tests/perf/bench_real.py): raise them as probes improve.
-FLOORS = {"category_right": 0, "confirmed": 0, "fix_named": 0, "all_three": 0}
-CEILINGS = {"wrong_confirmations": 99, "rejections": 99}
+# Just below the figures measured on the 40 programs (tests/perf/bench_real.py: category 37,
+# confirmed 15, fix line 4, all three 4; 10 wrong confirmations, 6 rejections of the true
+# cause), with one program of slack for the probes that time their training steps.
+# Raise the floors and lower the ceilings as the probes improve; never the other way.
+FLOORS = {"category_right": 36, "confirmed": 14, "fix_named": 3, "all_three": 3}
+CEILINGS = {"wrong_confirmations": 11, "rejections": 7}
 
 
 def test_the_set_is_large_enough_to_mean_something():
