@@ -118,7 +118,8 @@ def test_the_shipped_knowledge_base_has_examples():
 @pytest.mark.parametrize("entry_id", EXAMPLE_IDS)
 def test_example_is_matched_back_to_its_entry(entry_id, raised):
     entry = KB.by_id[entry_id]
-    if entry.example_requires and not raised["__cuda__"]:
+    needs_gpu = entry.example_requires in ("cuda", "multi_gpu")
+    if entry.example_requires and not (needs_gpu and raised["__cuda__"]):
         assert entry.messages, f"{entry_id} needs {entry.example_requires} and has no messages"
         pytest.skip(f"the example needs {entry.example_requires}; its messages are tested as text")
     text = raised[f"{entry_id}:example"]

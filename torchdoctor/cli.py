@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "kb": "list or validate knowledge-base entries",
     "report": "render a session's report and verified repro",
     "sessions": "list recorded sessions",
+    "fix": "write a patch for the confirmed cause, verify it on a copy, optionally apply it",
     "demo": "open the app on a bundled broken example",
 }
 

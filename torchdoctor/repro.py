@@ -17,6 +17,7 @@ Torch-free: the doctor only writes files and starts processes.
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import re
 import shutil
@@ -29,6 +30,8 @@ from typing import Any
 
 from torchdoctor.parse import parse_traceback
 from torchdoctor.parsing.signature import message_signature
+from torchdoctor.session_folder.lock import session_lock
+from torchdoctor.session_folder.paths import inside, is_plain_name, read_bytes, write_bytes
 
 REPRO_NAME = "repro.py"
 LEVELS = ("module", "op", "model", "script")
@@ -46,6 +49,7 @@ class Candidate:
     config_numbers: list[int] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     cwd: str | None = None
+    refused: str = ""  # why it is never run: it would write outside the session
 
 
 @dataclass
@@ -77,15 +81,42 @@ class ReproResult:
 
 
 def candidates_from_probe(probe_result: dict | None) -> list[Candidate]:
-    """The ``repro`` probe's levels as candidates (an error result gives none)."""
+    """The ``repro`` probe's levels as candidates (an error result gives none).
+
+    The levels may come from a journal anyone could have written: a level
+    with an unknown name, a file name that is not one plain name, or data
+    that does not decode is kept as a refused candidate, never written.
+    """
     if not probe_result:
         return []
-    found = []
-    for level in (probe_result.get("facts") or {}).get("levels") or []:
-        files = {name: base64.b64decode(data) for name, data in (level.get("files") or {}).items()}
-        found.append(Candidate(level["level"], level["source"], level.get("what", ""), files,
-                               level.get("expect"), list(level.get("config_numbers") or [])))
-    return found
+    levels = (probe_result.get("facts") or {}).get("levels") or []
+    return [_candidate(level) for level in (levels if isinstance(levels, list) else [])]
+
+
+def _candidate(level: Any) -> Candidate:
+    if not isinstance(level, dict) or not isinstance(level.get("source"), str):
+        return Candidate("?", "", "", refused="a level without source text")
+    name = level.get("level")
+    if name not in LEVELS:
+        return Candidate(str(name)[:40], "", "", refused=f"unknown level {str(name)[:40]!r}")
+    files: dict[str, bytes] = {}
+    raw_files = level.get("files") or {}
+    for file_name, data in (raw_files.items() if isinstance(raw_files, dict) else ()):
+        if not is_plain_name(file_name) or file_name == REPRO_NAME:
+            return Candidate(name, "", "", refused=f"file name {str(file_name)[:80]!r} is not"
+                             " one plain name inside the session")
+        try:
+            files[file_name] = base64.b64decode(data, validate=True)
+        except (binascii.Error, TypeError, ValueError):
+            return Candidate(name, "", "", refused=f"{file_name}: not base64 data")
+    expect = level.get("expect")
+    if not (isinstance(expect, dict) and all(isinstance(v, str) for v in expect.values())):
+        expect = None
+    numbers = level.get("config_numbers") or []
+    numbers = [n for n in (numbers if isinstance(numbers, list) else [])
+               if isinstance(n, int) and not isinstance(n, bool)]
+    what = level.get("what") if isinstance(level.get("what"), str) else ""
+    return Candidate(name, level["source"], what, files, expect, numbers)
 
 
 def script_candidates(script: str, argv: list[str] | None = None,
@@ -172,7 +203,12 @@ def build_repro(session_dir: str | os.PathLike, error: dict[str, str],
     expected = {"type": error.get("type") or "", "message": error.get("message") or ""}
     attempts: list[Attempt] = []
     for number, candidate in enumerate(candidates):
-        directory = session_dir / "repro" / f"{number}-{candidate.level}"
+        if candidate.refused:
+            attempts.append(Attempt(candidate.level, False, 0.0, None,
+                                    f"refused: {candidate.refused}"))
+            continue
+        inside(session_dir, "repro").mkdir(exist_ok=True)
+        directory = inside(session_dir, "repro", f"{number}-{candidate.level}")
         if directory.exists():
             shutil.rmtree(directory)
         attempt = run_candidate(candidate, directory, expected, timeout)
@@ -191,7 +227,7 @@ def build_repro(session_dir: str | os.PathLike, error: dict[str, str],
 def _promote(session_dir: Path, directory: Path, candidate: Candidate, attempt: Attempt,
              expected: dict[str, str], attempts: list[Attempt]) -> ReproResult:
     for name in [REPRO_NAME, *candidate.files]:
-        shutil.copyfile(directory / name, session_dir / name)
+        write_bytes(inside(session_dir, name), read_bytes(directory, name))
     command = " ".join(["python", REPRO_NAME, *candidate.argv])
     return ReproResult(
         True, level=candidate.level, what=candidate.what, path=str(session_dir / REPRO_NAME),
@@ -237,31 +273,88 @@ def record_repro_from_patient(session: Any, client: Any, error: dict[str, str],
     return result
 
 
-def verify_pending(session_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT) -> bool:
-    """Verify a session's recorded repro sources when no verdict was journaled yet.
+@dataclass
+class PendingRepro:
+    """Repro sources a session recorded but never ran: what ``report --rerun`` would run.
 
-    A session killed between the ``repro`` probe and its verification still has
-    the sources in its journal; this finishes the job once, so the report
-    always shows a verified repro or says why there is none. True when it ran.
+    Built from the journal alone, reading no other file: the user's script is
+    only named here, and read when the person asks for the rerun.
     """
-    from torchdoctor.journal import JOURNAL_NAME, read_events
-    from torchdoctor.session import Session
 
-    events, _ = read_events(Path(session_dir) / JOURNAL_NAME)
+    directory: Path
+    error: dict[str, str]
+    candidates: list[Candidate]
+    script: str | None = None
+    argv: list[str] = field(default_factory=list)
+    cwd: str | None = None
+
+    def describe(self) -> list[str]:
+        """One line per process the rerun would start, as the person would type it."""
+        lines = []
+        for number, candidate in enumerate(self.candidates):
+            if candidate.refused:
+                lines.append(f"{candidate.level}: not run ({candidate.refused})")
+                continue
+            lines.append(f"{candidate.level}: python {REPRO_NAME}  (in"
+                         f" {self.directory / 'repro' / f'{number}-{candidate.level}'},"
+                         f" {len(candidate.source.splitlines())} lines from the journal)")
+        if self.script:
+            command = " ".join(["python", self.script, *self.argv])
+            lines.append(f"script: a copy of {self.script}, then {command}  (in"
+                         f" {self.cwd or os.path.dirname(self.script)})")
+        return lines
+
+    def all_candidates(self) -> list[Candidate]:
+        return self.candidates + (script_candidates(self.script, self.argv, self.cwd)
+                                  if self.script else [])
+
+
+def pending_repro(session_dir: str | os.PathLike) -> PendingRepro | None:
+    """The session's unverified repro sources, when it recorded some and no verdict yet."""
+    from torchdoctor.journal import JOURNAL_NAME, read_events
+
+    directory = Path(session_dir)
+    events, _ = read_events(inside(directory, JOURNAL_NAME))
     if any(e["type"] == "repro" for e in events):
-        return False
+        return None
     probe = next((e for e in reversed(events)
                   if e["type"] == "probe" and e.get("probe") == "repro"), None)
     error = next((e.get("error") for e in reversed(events) if e["type"] == "parse"), None)
     if probe is None or not error:
-        return False
+        return None
     start = next((e for e in events if e["type"] == "session"), {})
-    candidates = candidates_from_probe(probe)
-    if start.get("target"):
-        candidates += script_candidates(start["target"], start.get("argv"), start.get("cwd"))
-    session, _ = Session.resume(session_dir)
-    try:
-        session.record_repro(**build_repro(session_dir, error, candidates, timeout).to_dict())
-    finally:
-        session.close()
+    script = start.get("target")
+    if not (isinstance(script, str) and script.endswith(".py")):
+        script = None
+    return PendingRepro(directory, error, candidates_from_probe(probe), script,
+                        list(start.get("argv") or []), start.get("cwd"))
+
+
+def verify_pending(session_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT,
+                   announce: Any = None) -> bool:
+    """Run and verify a session's recorded repro sources; True when it ran.
+
+    A session killed between the ``repro`` probe and its verification still has
+    the sources in its journal. Running them runs code from the journal, so
+    only a person's explicit request calls this (``report --rerun``, or a
+    confirm in the app); ``announce(line)`` is told each command first. The
+    session's lock is held from the check to the journaled verdict, so two
+    callers never run it twice.
+    """
+    from torchdoctor.session import Session
+
+    with session_lock(session_dir):
+        pending = pending_repro(session_dir)
+        if pending is None:
+            return False
+        for line in pending.describe():
+            if announce is not None:
+                announce(line)
+        candidates = pending.all_candidates()
+        session, _ = Session.resume(session_dir)
+        try:
+            result = build_repro(session_dir, pending.error, candidates, timeout)
+            session.record_repro(**result.to_dict())
+        finally:
+            session.close()
     return True

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from torchdoctor.journal import Journal
+from torchdoctor.session_folder.events import PHASES
 
-PHASES = ("reproduce", "gather", "hypothesize", "test", "fix")
 PHASE_TITLES = {
     "reproduce": "Reproduce",
     "gather": "Gather",
@@ -59,7 +59,9 @@ class SessionState:
     repro: dict | None = None  # the latest minimal-repro attempt, verified or not
     notes: list[str] = field(default_factory=list)
     fix: dict | None = None
+    patches: list[dict] = field(default_factory=list)  # proposed patches, verified or not
     verified: bool | None = None
+    fix_facts: dict | None = None  # what the verification that passed ran and showed
     completed: set[str] = field(default_factory=set)
 
 
@@ -132,8 +134,9 @@ class Session:
         """A probe result (a Finding: probe, status, summary, hypothesis, verdict, facts...)."""
         self._record("probe", **finding)
         if finding.get("hypothesis") and finding.get("verdict"):
+            # The engine's reason says why a result decided nothing; else the result speaks.
             self._record("hypothesis", key=finding["hypothesis"], state=finding["verdict"],
-                         reason=finding.get("summary", ""))
+                         reason=finding.get("reason") or finding.get("summary", ""))
 
     def record_reproduction(self, same: bool, error: dict | None, seed: int | None,
                             detail: str = "") -> None:
@@ -147,6 +150,9 @@ class Session:
 
     def record_verification(self, passed: bool, detail: str, facts: dict | None = None) -> None:
         self._record("verify", passed=passed, detail=detail, facts=facts or {})
+
+    def record_patch(self, **data: Any) -> None:
+        self._record("patch", **data)
 
     def record_repro(self, **data: Any) -> None:
         self._record("repro", **data)
@@ -189,8 +195,11 @@ class Session:
             s.notes.append(event.get("text", ""))
         elif kind == "fix":
             s.fix = event
+        elif kind == "patch":
+            s.patches.append(event)
         elif kind == "verify":
             s.verified = bool(event.get("passed"))
+            s.fix_facts = event.get("facts") if isinstance(event.get("facts"), dict) else None
             if s.verified:
                 s.completed.add("fix")
         elif kind == "phase":

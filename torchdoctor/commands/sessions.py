@@ -1,4 +1,9 @@
-"""``torchdoctor sessions [--json] [--root DIR]``: the recorded sessions, newest first."""
+"""``torchdoctor sessions [--json] [--root DIR]``: the recorded sessions, newest first.
+
+Every session is listed: one with malformed events shows the rest of them and
+how many were skipped, one that cannot be read at all says why, and neither
+hides the others.
+"""
 
 from __future__ import annotations
 
@@ -24,15 +29,31 @@ def run(args: argparse.Namespace) -> int:
     infos = list_sessions(root)
     if args.json:
         rows = [{"id": i.id, "started": i.started, "title": i.title, "events": i.events,
+                 "skipped": i.skipped, "mine": i.mine, "problem": i.problem or None,
                  "path": str(i.directory)} for i in infos]
         print(json.dumps(rows, indent=2, ensure_ascii=False))
-        return 0
-    if not infos:
+    elif not infos:
         print(f"no sessions recorded under {root}")
         return 0
-    width = max(len(i.id) for i in infos)
-    print(f"{'ID':<{width}}  {'STARTED':<19}  {'EVENTS':>6}  TITLE")
-    for info in infos:
-        started = info.started[:19].replace("T", " ")
-        print(f"{info.id:<{width}}  {started:<19}  {info.events:>6}  {info.title}")
+    else:
+        width = max(len(i.id) for i in infos)
+        print(f"{'ID':<{width}}  {'STARTED':<19}  {'EVENTS':>6}  TITLE")
+        for info in infos:
+            started = info.started[:19].replace("T", " ")
+            title = (f"(unreadable: {info.problem})" if info.problem
+                     else info.title + ("" if info.mine else "  (not started by you)"))
+            print(f"{info.id:<{width}}  {started:<19}  {info.events:>6}  {title}")
+    _say_what_was_skipped(infos)
     return 0
+
+
+def _say_what_was_skipped(infos: list) -> None:
+    damaged = [i for i in infos if i.skipped]
+    if damaged:
+        events = sum(i.skipped for i in damaged)
+        print(f"torchdoctor sessions: skipped {events} malformed events in {len(damaged)}"
+              f" sessions (torchdoctor report ID lists them)", file=sys.stderr)
+    unreadable = [i for i in infos if i.problem]
+    if unreadable:
+        print(f"torchdoctor sessions: {len(unreadable)} sessions could not be read",
+              file=sys.stderr)

@@ -1,0 +1,140 @@
+"""For every confirmed cause of a session: its patches, each tried on a copy until one holds.
+
+Causes are taken in the order the session confirmed them; a cause's
+rewrites in the order its knowledge-base fix lists them, and each
+rewrite's candidate places nearest the fix site first. The first patch
+that verifies ends the search for that cause; one that trades the error
+for another is kept in the list with the new error, and the next is tried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchdoctor.fixes.causes import Cause, Target, patchable, read_session
+from torchdoctor.fixes.verification import (
+    EXTRA_STEPS,
+    Run,
+    Verification,
+    judge_script,
+    run_script,
+)
+from torchdoctor.fixes.workspace import Workspace
+from torchdoctor.rewrites.operations import AT_FAILING_CALL, NotApplicable
+from torchdoctor.rewrites.patch import Patch, make_patches
+
+# Patches tried per cause before giving up on it.
+MAX_TRIES = 4
+
+
+@dataclass
+class Attempt:
+    """One patch for one cause, and what its verification showed (or why there is none)."""
+
+    cause: Cause
+    patch: Patch | None
+    verification: Verification | None
+    reason: str = ""  # why no patch could be written, when patch is None
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and self.verification.verified
+
+    def to_dict(self) -> dict:
+        return {
+            "entry": self.cause.entry, "hypothesis": self.cause.hypothesis,
+            "file": self.patch.file if self.patch else None,
+            "line": self.patch.line if self.patch else None,
+            "what": self.patch.what if self.patch else None,
+            "diff": self.patch.diff if self.patch else "",
+            "verified": self.verified,
+            "verification": self.verification.to_dict() if self.verification else None,
+            "reason": self.reason,
+        }
+
+
+Progress = Callable[[str], None]
+
+
+def attempt_fixes(directory: Path, kb: Any, *, timeout: float = 300.0,
+                  progress: Progress = lambda line: None) -> tuple[Target | None, list[Attempt]]:
+    """Patch and verify every confirmed cause of the session in ``directory``."""
+    target, error, causes = read_session(directory)
+    if target is None:
+        return None, []
+    attempts: list[Attempt] = []
+    baseline: dict[str, Any] = {}
+    for cause in causes:
+        patches, reason = _patches(cause, target, kb)
+        if not patches:
+            attempts.append(Attempt(cause, None, None, reason))
+            continue
+        for patch in patches[:MAX_TRIES]:
+            progress(f"verifying {patch.what} ({Path(patch.file).name}:{patch.line})")
+            verification = _verify(patch, cause, target, timeout, baseline, progress)
+            attempts.append(Attempt(cause, patch, verification))
+            if verification.verified:
+                break
+    return target, attempts
+
+
+def _patches(cause: Cause, target: Target, kb: Any) -> tuple[list[Patch], str]:
+    entry = kb.by_id.get(cause.entry)
+    hypothesis = next((h for h in entry.hypotheses if h.id == cause.hypothesis), None) if entry \
+        else None
+    fix = hypothesis.fix if hypothesis else None
+    if fix is None or not fix.rewrites:
+        summary = fix.summary if fix else "no fix is recorded for it"
+        return [], f"no rewrite is known for this fix; do it by hand: {summary}"
+    patches, reasons = [], []
+    for rewrite in fix.rewrites:
+        # An operation on the arguments of a call rewrites the call that failed; the
+        # others start from the fix site.
+        site = cause.raised if rewrite["op"] in AT_FAILING_CALL and cause.raised else cause.site
+        files = [site.file] if site else []
+        if str(target.file) not in files:
+            files.append(str(target.file))
+        for name in files:
+            path = patchable(name, target)
+            if path is None:
+                reasons.append(f"{name} is not a file of the target's project")
+                continue
+            line = site.line if site and Path(site.file).resolve() == path else None
+            try:
+                made = make_patches(str(path), path.read_text(encoding="utf-8"), rewrite, line,
+                                    cause.fields)
+            except NotApplicable as problem:
+                reasons.append(str(problem))
+                continue
+            for patch in made:
+                patch.label = str(path.relative_to(target.root))
+            patches.extend(made)
+            break
+    return patches, "; ".join(dict.fromkeys(reasons)) or "no rewrite applies"
+
+
+def _verify(patch: Patch, cause: Cause, target: Target, timeout: float,
+            baseline: dict[str, Any], progress: Progress) -> Verification:
+    if target.kind == "script":
+        return _verify_script(patch, target, timeout, baseline, progress)
+    from torchdoctor.fixes.harness import verify_harness
+
+    return verify_harness(patch, cause, target, timeout, baseline, progress)
+
+
+def _verify_script(patch: Patch, target: Target, timeout: float, baseline: dict[str, Any],
+                   progress: Progress) -> Verification:
+    with Workspace(target.root) as space:
+        script = space.path(target.file)
+        started_in_root = bool(target.cwd) and Path(target.cwd).resolve() == target.root
+        cwd = space.copy if started_in_root else script.parent
+        if "before" not in baseline:
+            progress(f"running the unpatched copy: python {script.name}")
+            baseline["before"] = run_script(script, target.argv, cwd, 0, timeout)
+        before: Run = baseline["before"]
+        space.write(patch.file, patch.patched)
+        after = run_script(script, target.argv, cwd, before.steps + EXTRA_STEPS, timeout)
+    return judge_script(before, after)
