@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor.checkup import CHECK_ORDER, Check, exit_status, judge, plan
+from torchdoctor.investigation.checkup import CHECK_ORDER, Check, exit_status, judge, plan
 from torchdoctor.knowledge import Entry, Fix, Hypothesis, KnowledgeBase
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,9 @@ missing or extra error, so the fixtures document the validator.
 
 from __future__ import annotations
 
+import json
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -207,13 +209,88 @@ def test_the_cache_is_used_and_invalidated(tmp_path, monkeypatch):
     (shipped / "shape.yaml").write_text(_user_entry("First"))
     monkeypatch.setattr(knowledge, "shipped_dir", lambda: shipped)
     first = load_knowledge(include_user=False)
-    assert list((tmp_path / "cache" / "torchdoctor").glob("knowledge-*.pickle"))
+    assert list((tmp_path / "cache" / "torchdoctor").glob("knowledge-*.json"))
     cached = load_knowledge(include_user=False)
     assert cached.by_id["shape.broadcast"].title == "First"
     assert cached.by_id["shape.broadcast"].patterns[0].compiled.search("The size of tensor a (3)")
     assert cached is not first
     (shipped / "shape.yaml").write_text(_user_entry("Second, a longer title"))
     assert load_knowledge(include_user=False).by_id["shape.broadcast"].title.startswith("Second")
+
+
+class _Planted:
+    """Unpickling this creates ``marker``: proof that the cache ran code."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _cache_files(tmp_path: Path) -> list[Path]:
+    return sorted((tmp_path / "cache" / "torchdoctor").iterdir())
+
+
+def test_a_planted_pickle_in_the_cache_runs_nothing(tmp_path):
+    import pickle
+
+    load_knowledge(include_user=False)
+    marker = tmp_path / "ran"
+    for file in _cache_files(tmp_path):
+        file.write_bytes(pickle.dumps(_Planted(marker)))
+    kb = load_knowledge(include_user=False)
+    assert not marker.exists()
+    assert "shape.linear_in_features" in kb.by_id
+    assert json.loads(_cache_files(tmp_path)[0].read_text())["format"]
+
+
+def test_the_cache_gives_back_what_the_yaml_gave(tmp_path):
+    built = load_knowledge(include_user=False, use_cache=False)
+    load_knowledge(include_user=False)
+    cached = load_knowledge(include_user=False)
+    assert cached.entries == built.entries
+    assert any(h.fix and h.fix.rewrites for e in cached.entries for h in e.hypotheses)
+
+
+def test_the_cache_directory_and_files_are_private(tmp_path):
+    load_knowledge(include_user=False)
+    directory = tmp_path / "cache" / "torchdoctor"
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    for file in _cache_files(tmp_path):
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not json", "wrong types", "unknown probe",
+                                    "writable by others"])
+def test_a_corrupt_or_foreign_cache_reads_as_absent(tmp_path, damage):
+    expected = load_knowledge(include_user=False, use_cache=False)
+    load_knowledge(include_user=False)
+    [file] = [f for f in _cache_files(tmp_path) if f.name.startswith("knowledge-")]
+    text = file.read_text()
+    if damage == "truncated":
+        file.write_text(text[: len(text) // 2])
+    elif damage == "not json":
+        file.write_bytes(b"\x80\x04garbage")
+    elif damage == "wrong types":
+        stored = json.loads(text)
+        stored["kb"]["entries"][0]["line"] = "seven"
+        file.write_text(json.dumps(stored))
+    elif damage == "unknown probe":
+        stored = json.loads(text)
+        probed = next(h for e in stored["kb"]["entries"] for h in e["hypotheses"] if h["probe"])
+        probed["probe"] = "os.system"
+        file.write_text(json.dumps(stored))
+    else:
+        stored = json.loads(text)
+        stored["kb"]["entries"][0]["title"] = "Planted by someone else"
+        file.write_text(json.dumps(stored))
+        file.chmod(0o666)
+    kb = load_knowledge(include_user=False)
+    assert [e.id for e in kb.entries] == [e.id for e in expected.entries]
+    assert [e.title for e in kb.entries] == [e.title for e in expected.entries]
+    probes = {h.probe for e in kb.entries for h in e.hypotheses}
+    assert "os.system" not in probes
 
 
 def test_the_shipped_knowledge_base_is_valid():

@@ -17,7 +17,8 @@ from types import SimpleNamespace
 import pytest
 
 from torchdoctor import wire
-from torchdoctor.investigate import factory_for, merge_runs, test_hypotheses
+from torchdoctor.investigation.hypotheses import test_hypotheses
+from torchdoctor.investigation.probing import factory_for, merge_runs
 from torchdoctor.patient.client import (
     CAPTURE_LIMIT,
     PatientClient,
@@ -153,7 +154,7 @@ def test_doctor_side_client_imports_no_torch():
     code = textwrap.dedent("""
         import sys
         from torchdoctor.patient.client import PatientClient
-        import torchdoctor.investigate
+        import torchdoctor.investigation.hypotheses, torchdoctor.investigation.walk
         with PatientClient.start() as client:
             client.probe("env")
         assert "torch" not in sys.modules, "the doctor imported torch"
@@ -223,10 +224,13 @@ def test_a_probe_shared_by_hypotheses_runs_once_and_each_gets_a_verdict(patient)
     )
     findings = test_hypotheses(diagnosis, factory_for(patient))
     assert [(f.hypothesis, f.verdict) for f in findings] == [
-        ("test.entry/a", "confirmed"), ("test.entry/b", "rejected")]
+        ("test.entry/a", "confirmed"), ("test.entry/b", "rejected"),
+        ("test.entry/untestable", "untested")]
+    assert findings[2].reason.startswith("no probe tests it")
     assert findings[0].facts == {"count": 1}
     assert set(findings[0].to_dict()) == {"probe", "status", "summary", "hypothesis",
-                                          "verdict", "location", "facts", "evidence"}
+                                          "verdict", "location", "facts", "evidence",
+                                          "reason", "raised_at", "fix_at"}
     assert findings[0].evidence == {"count": 1}  # the fact its confirm criteria read
 
 

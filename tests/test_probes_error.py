@@ -299,11 +299,12 @@ def test_bisect_over_modules_stays_within_budget_and_records_each_step():
     ctx = ProbeContext(model=nn.Sequential(*layers), batch=(torch.randn(4, 16), None))
     answer = run_probe("bisect", ctx, {})
     facts = answer["facts"]
-    assert facts["first_bad"]["module"] == "13"
+    assert facts["first_bad"]["module"] == "Sequential[13]"  # a bare "13" names nothing
+    assert facts["first_bad"]["path"] == "13"
     assert facts["runs"] <= math.ceil(math.log2(20)) + 2
     assert all({"lo", "hi", "cut", "ran", "outcome"} <= set(s) for s in facts["steps"])
     narrowed = run_probe("bisect", ctx, {"lo": 10, "hi": 15})["facts"]
-    assert narrowed["first_bad"]["module"] == "13" and narrowed["steps"][0]["lo"] == 10
+    assert narrowed["first_bad"]["path"] == "13" and narrowed["steps"][0]["lo"] == 10
 
 
 def test_bisect_over_steps_finds_the_step_the_script_dies_at(script_crashes):
@@ -328,3 +329,46 @@ def test_a_probe_that_breaks_reports_error_instead_of_raising():
     ctx = ProbeContext(model=nn.Linear(2, 2), batch=object())
     answer = run_probe("census", ctx, {"no_such_param": 1})
     assert answer["status"] == "error" and "traceback" in answer["facts"]
+
+
+class _PermuteThenView(nn.Module):
+    """conv → permute → view → head, the view raising in the parent's own forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3)
+        self.head = nn.Linear(4 * 6 * 6, 10)
+
+    def forward(self, x):
+        x = self.conv(x).permute(0, 2, 3, 1)
+        x = x.view(x.size(0), -1)  # permute made it non-contiguous: view raises here
+        return self.head(x)
+
+
+def test_bisect_blames_the_parents_glue_code_not_the_child_before_it():
+    torch.manual_seed(0)
+    ctx = ProbeContext(model=_PermuteThenView(), batch=(torch.randn(2, 1, 8, 8), None))
+    answer = run_probe("bisect", ctx, {})
+    facts = answer["facts"]
+    assert answer["status"] == "fail" and facts["first_bad"] is None
+    glue = facts["glue"]
+    assert glue["parent"] == "_PermuteThenView" and glue["parent_path"] == ""
+    assert glue["before"] == "conv" and glue["after"] == "head"
+    assert glue["op"] == "Tensor.view" and glue["input_shapes"][0] == [2, 6, 6, 4]
+    assert Path(glue["file"]).resolve() == Path(__file__).resolve()
+    assert glue["code"] == "x = x.view(x.size(0), -1)  # permute made it non-contiguous: view raises here"
+    assert answer["location"]["line"] == glue["line"]
+    assert "no child module is to blame" in answer["summary"] and "conv" in answer["summary"]
+
+
+def test_unnamed_modules_get_a_readable_name():
+    from torchdoctor.patient.probes._modules import readable_name
+
+    root = nn.Sequential(nn.Conv2d(1, 1, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 2)))
+    assert readable_name(root, "0") == "Sequential[0]"
+    assert readable_name(root, "1.1") == "Sequential[1][1]"
+    assert readable_name(nn.Conv2d(1, 1, 3), "") == "Conv2d(1→1, 3×3)"
+    assert readable_name(nn.Linear(8, 1), "") == "Linear(8→1)"
+    named = nn.Module()
+    named.features = root
+    assert readable_name(named, "features.0") == "features.0"

@@ -214,3 +214,50 @@ def test_validating_rewrites_does_not_import_libcst():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_step_between_two_backwards_moves_after_the_last():
+    source = textwrap.dedent('''\
+        for step in range(3):
+            opt_d.zero_grad()
+            d_loss.backward(retain_graph=True)
+            opt_d.step()
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+    ''')
+    patched = make_patches("gan.py", source, {"op": "defer_step"}, 4, {})[0].patched
+    order = [line.strip() for line in patched.splitlines()[1:]]
+    assert order == ["opt_d.zero_grad()", "d_loss.backward(retain_graph=True)", "opt_g.zero_grad()",
+                     "g_loss.backward()", "opt_d.step()", "opt_g.step()"]
+
+
+def test_numpy_of_a_tensor_with_grad_is_detached_and_copied_to_the_host():
+    source = "acc = (out.argmax(1) == y).numpy()\nprobs = logits.cpu().numpy()\n"
+    patch = make_patches("m.py", source, {"op": "detach_before_numpy"}, 2, {})[0]
+    assert patch.patched.splitlines()[1] == "probs = logits.detach().cpu().numpy()"
+
+
+def test_a_model_with_several_outputs_gives_its_first():
+    source = "output = model(images)\nloss = criterion(output, target)\n"
+    patch = make_patches("m.py", source, {"op": "first_output"}, 1, {})[0]
+    assert patch.patched.splitlines()[0] == "output = model(images)[0]"
+
+
+def test_a_loss_accumulated_from_its_call_keeps_a_number():
+    source = "loss = 0\nfor x, y in data:\n    loss += self.loss(model(x), y)\n"
+    patch = make_patches("m.py", source, {"op": "accumulate_item"}, 3, {})[0]
+    assert patch.patched.splitlines()[2] == "    loss += self.loss(model(x), y).item()"
+
+
+def test_a_loss_class_given_tensors_is_built_then_called():
+    source = "loss = nn.CrossEntropyLoss(y_hat, y)\n"
+    patch = make_patches("m.py", source, {"op": "construct_then_call"}, 1, {})[0]
+    assert patch.patched == "loss = nn.CrossEntropyLoss()(y_hat, y)\n"
+
+
+def test_the_format_doc_names_every_operation():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "knowledge-format.md").read_text()
+    assert [op for op in CATALOG if f"`{op}`" not in doc] == []

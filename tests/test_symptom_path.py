@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from torchdoctor.checkup import CHECK_ORDER
+from torchdoctor.investigation.checkup import CHECK_ORDER
 
 ROOT = Path(__file__).resolve().parent.parent
 

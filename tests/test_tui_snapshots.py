@@ -20,7 +20,7 @@ from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
 from torchdoctor.session import Session
 from torchdoctor.tui.app import TorchDoctorApp
-from torchdoctor.tui.doctor import Target
+from torchdoctor.investigation.walk import Target
 from torchdoctor.tui.screens.intake import IntakeScreen
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,6 +53,7 @@ async def screenshot(tmp_path: Path, phase: str, screen: str | None = None) -> s
         if screen == "intake":
             app.push_screen(IntakeScreen(app.doctor))
         await pilot.pause()
+        await pilot.pause()  # the footer recomposes for the phase's keys after the first
         return app.export_screenshot()
 
 

@@ -55,7 +55,9 @@ BUGS = [
     ("params_not_in_optimizer", "weights_update", "weights_update",
      {"training.loss_constant/params_not_in_optimizer"}, "head"),
     ("lr_explodes", "grad_flow", "grad_flow",
-     {"numerics.exploding_gradients/lr_too_high"}, ""),
+     {"numerics.exploding_gradients/lr_too_high"}, "Linear(8→1)"),
+    ("zero_grad_before_step", "loop_order", "loop_order",
+     {"training.missing_zero_grad/zero_grad_wrong_place"}, "bug"),
     ("log_zero_loss", "nonfinite_steps", "nonfinite_steps",
      {"numerics.nan_loss/unstable_op"}, "bug"),
     ("eval_mode_left_on", "loop_order", "loop_order",
@@ -152,7 +154,7 @@ def test_a_model_that_learns_slowly_is_not_called_broken():
     assert status == 0
     (finding,) = report["findings"]
     assert finding["status"] == "warn", finding["summary"]
-    assert finding["facts"]["reduction"] <= 0.75
+    assert finding["facts"]["steps_to_fit"] <= finding["facts"]["patience_steps"]
     assert finding["verdict"] != "confirmed"
 
 

@@ -163,7 +163,7 @@ def test_a_divergence_is_ranked_on_a_script_and_confirmed_on_its_harness(outcome
     assert not [f for f in outcome["findings"] if f["verdict"] == "confirmed"], (
         "nothing a script run can test shows a divergence; no other cause may be confirmed")
     untested = {f["hypothesis"] for f in outcome["findings"]
-                if f["verdict"] == "error" and "needs a harness" in f["summary"]}
+                if f["verdict"] == "untested" and "needs a harness" in f["reason"]}
     assert "training.lr_too_high/diverging_updates" in untested
     assert status == 1, "nothing confirmed exits 1"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

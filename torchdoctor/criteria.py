@@ -9,9 +9,10 @@ make a hypothesis look confirmed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 from typing import Any
+
+from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 
 STATUSES = ("pass", "warn", "fail", "inconclusive", "error")
 OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "contains", "matches", "exists")
@@ -136,9 +137,9 @@ def _check_value(
         if not isinstance(value, str):
             return ["'matches' takes a regex string"]
         try:
-            re.compile(value)
-        except re.error as exc:
-            return [f"'matches' regex does not compile: {exc}"]
+            compile_linear(value)
+        except RegexError as exc:
+            return [f"'matches' regex does not compile under RE2: {exc}"]
     return []
 
 
@@ -208,8 +209,8 @@ def _compare(operator: str, actual: Any, expected: Any) -> bool:
         if operator == "matches":
             if not isinstance(expected, str) or isinstance(actual, (list, dict)):
                 return False
-            return re.search(expected, str(actual)) is not None
-    except (TypeError, re.error):
+            return compile_linear(expected).search(bounded(str(actual))) is not None
+    except (TypeError, RegexError):
         return False
     return False
 

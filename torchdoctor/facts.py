@@ -15,6 +15,8 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 
+from torchdoctor.linear_regex import bounded, compile_linear
+
 # name -> (fields it reads, fields it adds)
 DERIVATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "factorize_features": (
@@ -63,13 +65,18 @@ def derive(names: Iterable[str], fields: Mapping[str, object], message: str = ""
     return added
 
 
+_DECIMAL = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+
+
 def _number(value: object) -> float | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    match = re.search(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", str(value).replace(",", ""))
-    return float(match.group()) if match else None
+    match = compile_linear(_DECIMAL).search(bounded(str(value).replace(",", "")))
+    number = float(match.group()) if match else None
+    # Twenty thousand digits read as a float are infinite; no fact is built on that.
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _integer(value: object) -> int | None:
@@ -205,7 +212,7 @@ def _index_vs_size(fields: Mapping, message: str) -> tuple[dict, list[str]]:
 
 _UNITS = {"b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-_SIZE = r"(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)\b"
+_SIZE = r"(\d{1,15}(?:\.\d{1,15})?)\s*([KMGT]i?B|B)\b"
 _OOM_SOURCES = {
     "requested": [rf"Tried to allocate {_SIZE}"],
     "total": [rf"{_SIZE} total capacity", rf"total capacity of {_SIZE}"],
@@ -219,7 +226,7 @@ _OOM_SOURCES = {
 
 def parse_size(text: object) -> int | None:
     """'2.00 GiB' -> bytes; ``None`` when there is no size in ``text``."""
-    match = re.search(_SIZE, str(text), re.IGNORECASE)
+    match = compile_linear(_SIZE, ignore_case=True).search(bounded(str(text)))
     if not match:
         return None
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
@@ -239,7 +246,7 @@ def _oom_numbers(fields: Mapping, message: str) -> tuple[dict, list[str]]:
         for pattern in patterns:
             if value is not None:
                 break
-            found = re.search(pattern, message, re.IGNORECASE)
+            found = compile_linear(pattern, ignore_case=True).search(bounded(message))
             if found:
                 value = parse_size(found.group(0))
         if value is not None:

@@ -164,7 +164,9 @@ def _entry_section(entry: Entry) -> list[str]:
     lines = [f"## {_inline(entry.title)}", "", f"`{entry.id}`", ""]
     if entry.patterns:
         lines += ["**Recognises** (regex searched in the error message):", ""]
-        lines += [f"- {_code(p.type or 'any exception')}: {_code(p.regex)}" for p in entry.patterns]
+        lines += [f"- {_code(p.type or 'any exception')}: {_code(p.regex)}"
+                  + (f", unless the match holds {_code(p.unless)}" if p.unless else "")
+                  for p in entry.patterns]
         lines.append("")
     if entry.messages:
         lines += ["**Older wordings**, matched as text:", ""]

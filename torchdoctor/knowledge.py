@@ -15,6 +15,7 @@ user file is skipped and reported, so the rest keeps working.
 Loading stays well inside ``torchdoctor diagnose``'s start-up budget by
 caching the validated knowledge base in ``~/.cache/torchdoctor``, keyed by the
 size and modification time of every YAML file and of the code that judges it.
+The cache is JSON in a private directory (``knowledge_cache``), never code.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import functools
 import gc
 import hashlib
 import os
-import pickle
 import re
 import string
 import sys
@@ -35,6 +35,8 @@ from typing import Any
 
 import torchdoctor
 from torchdoctor import config
+from torchdoctor.linear_regex import RegexError, bounded, compile_linear
+from torchdoctor.yaml_limits import ShapeError, check_shape
 
 CATEGORIES = (
     "shape",
@@ -72,14 +74,14 @@ ENTRY_KEYS = (
 # older (or differently built) torch that still raised the message.
 EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix")
-PATTERN_KEYS = ("type", "regex")
+PATTERN_KEYS = ("type", "regex", "unless")
 PROBE_KEYS = ("name", "params")
 FIX_KEYS = ("summary", "before", "after")
 
 _SLUG = re.compile(r"[a-z0-9_]+\Z")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONDITION_INDEX = re.compile(r"condition (\d+): ")
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _UNREADABLE = object()  # a file whose problem is already reported
 
 
@@ -109,17 +111,27 @@ class Pattern:
     type: str | None = None
     groups: tuple[str, ...] = ()
     ignore_case: bool = False
-    _compiled: re.Pattern | None = field(default=None, repr=False, compare=False)
+    # A second regex: when it is found in the text this one matched, the match does not
+    # count. It says "any signal but Bus error" without lookahead, which RE2 lacks.
+    unless: str | None = None
+    _compiled: Any = field(default=None, repr=False, compare=False)
+    _unless: Any = field(default=None, repr=False, compare=False)
 
     @property
-    def compiled(self) -> re.Pattern:
-        """Compiled on first use, so a cached knowledge base loads without compiling regexes."""
+    def compiled(self) -> Any:
+        """The RE2 program, compiled on first use so a cached knowledge base loads fast."""
         if self._compiled is None:
-            self._compiled = re.compile(self.regex, re.IGNORECASE if self.ignore_case else 0)
+            self._compiled = compile_linear(self.regex, self.ignore_case)
         return self._compiled
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_compiled": None}
+    def search(self, text: str) -> Any:
+        """The match in the head of ``text`` (see linear_regex), unless ``unless`` vetoes it."""
+        found = self.compiled.search(bounded(text))
+        if found is None or self.unless is None:
+            return found
+        if self._unless is None:
+            self._unless = compile_linear(self.unless, self.ignore_case)
+        return None if self._unless.search(found.group(0)) else found
 
 
 @dataclass
@@ -232,14 +244,16 @@ def load_knowledge(
         layers.append((user_dirs[0], False))
         layers += [(d, True) for d in user_dirs[1:]]
     layers += [(Path(d).expanduser(), True) for d in extra_dirs]
+    from torchdoctor import knowledge_cache
+
     cache_file = _cache_file(layers) if use_cache else None
     key = _cache_key(layers) if use_cache else None
     with _collector_paused():
-        kb = _read_cache(cache_file, key) if cache_file else None
+        kb = knowledge_cache.read(cache_file, key) if cache_file else None
         if kb is None:
             kb = _build(layers)
             if cache_file:
-                _write_cache(cache_file, key, kb)
+                knowledge_cache.write(cache_file, key, kb)
     if report and kb.problems:
         for problem in kb.problems:
             print(f"torchdoctor: {problem}", file=sys.stderr)
@@ -257,7 +271,7 @@ def check_dir(path: str | os.PathLike) -> list[KBError]:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Parsing and unpickling create many small objects and no cycles; the cyclic
+    """Parsing YAML and reading the cache create many small objects and no cycles; the cyclic
     collector would scan them again and again (3x slower for a large knowledge base)."""
     collecting = gc.isenabled()
     gc.disable()
@@ -371,7 +385,15 @@ class _FileChecker:
             self.error(0, f"cannot read: {exc.strerror}")
             return _UNREADABLE
         try:
+            check_shape(text)
+        except ShapeError as exc:
+            self.error(exc.line, f"YAML refused: {exc}")
+            return _UNREADABLE
+        try:
             return yaml.load(text, Loader=_line_loader())
+        except RecursionError:
+            self.error(0, "YAML refused: nested too deep to load")
+            return _UNREADABLE
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
             problem = getattr(exc, "problem", None) or str(exc)
@@ -471,7 +493,12 @@ class _FileChecker:
                 self.error(_field_line(item, "type"), f"{label}: pattern 'type' must be text")
                 continue
             pattern = self._regex(item.get("regex"), _field_line(item, "regex"), label, type_)
+            unless = item.get("unless")
+            if unless is not None and not self._regex(unless, _field_line(item, "unless"),
+                                                      f"{label}: unless", None):
+                continue
             if pattern is not None:
+                pattern.unless = unless
                 patterns.append(pattern)
         return patterns
 
@@ -494,11 +521,14 @@ class _FileChecker:
             self.error(line, f"{label}: a regex must be non-empty text")
             return None
         try:
-            compiled = re.compile(regex, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            self.error(line, f"{label}: regex does not compile: {exc}")
+            compiled = compile_linear(regex, ignore_case)
+        except RegexError as exc:
+            hint = ("; lookaround and backreferences are not available (see "
+                    "docs/knowledge-format.md)" if "perl operator" in str(exc)
+                    or "escape sequence" in str(exc) or "group name" in str(exc) else "")
+            self.error(line, f"{label}: regex does not compile under RE2: {exc}{hint}")
             return None
-        return Pattern(regex, type_, tuple(compiled.groupindex), ignore_case, compiled)
+        return Pattern(regex, type_, tuple(compiled.groupindex), ignore_case, None, compiled)
 
     def _messages(self, raw: dict, label: str, patterns: list[Pattern]) -> list[str]:
         messages = self._strings(raw, "messages", label)
@@ -511,7 +541,7 @@ class _FileChecker:
             return messages
         items = raw.get("messages") or []
         for index, message in enumerate(items):
-            if _text(message) and not any(p.compiled.search(message) for p in patterns):
+            if _text(message) and not any(p.search(message) for p in patterns):
                 self.error(_item_line(items, index),
                            f"{label}: message matches none of the patterns: {_short(message)}")
         return messages
@@ -811,7 +841,7 @@ def _param_type_ok(kind: str, value: Any) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """Line-aware YAML containers as plain dicts and lists, for pickling and JSON."""
+    """Line-aware YAML containers as plain dicts and lists, for the JSON cache."""
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -862,13 +892,14 @@ def _display(file: str) -> str:
 
 # The cache: the validated knowledge base, keyed by every file it was built from.
 
-_JUDGES = ("knowledge.py", "criteria.py", "probes_manifest.py", "facts.py")
+_JUDGES = ("knowledge.py", "knowledge_cache.py", "criteria.py", "probes_manifest.py",
+           "facts.py", "linear_regex.py")
 
 
 def _cache_file(layers: list[tuple[Path, bool]]) -> Path:
     dirs = "\0".join(str(d.resolve()) if d.exists() else str(d) for d, _ in layers)
     digest = hashlib.sha1(dirs.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return config.cache_dir() / f"knowledge-{digest}.pickle"
+    return config.cache_dir() / f"knowledge-{digest}.json"
 
 
 def _cache_key(layers: list[tuple[Path, bool]]) -> tuple:
@@ -888,25 +919,3 @@ def _stamp(path: Path) -> tuple:
     except OSError:
         return (str(path), None)
     return (str(path), info.st_mtime_ns, info.st_size)
-
-
-def _read_cache(path: Path, key: tuple) -> KnowledgeBase | None:
-    try:
-        with path.open("rb") as stream:
-            stored_key, kb = pickle.load(stream)
-    # A missing, partial or outdated cache is simply rebuilt.
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
-            ValueError):
-        return None
-    return kb if stored_key == key and isinstance(kb, KnowledgeBase) else None
-
-
-def _write_cache(path: Path, key: tuple, kb: KnowledgeBase) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with temporary.open("wb") as stream:
-            pickle.dump((key, kb), stream, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)
-    except OSError:
-        pass  # a read-only home only costs speed

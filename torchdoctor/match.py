@@ -31,15 +31,15 @@ entries almost all are skipped by one substring test.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchdoctor import facts as derived_facts
-from torchdoctor import symptoms
+from torchdoctor import private_cache, symptoms
+from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded
+from torchdoctor.parsing.controls import strip_controls
 
 try:  # Python 3.11+
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
@@ -127,10 +127,10 @@ class _CompiledPattern:
     literal: str
     specificity: float
 
-    def search(self, text: str) -> re.Match[str] | None:
+    def search(self, text: str) -> object | None:
         try:
-            return self.pattern.compiled.search(text)
-        except re.error:
+            return self.pattern.search(text)
+        except RegexError:  # only from a pattern that was never validated
             return None
 
 
@@ -178,16 +178,14 @@ class _LiteralCache:
         from torchdoctor.config import cache_dir
 
         path = cache_dir() / cls._FILE
-        try:
-            table = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            table = {}
+        table = private_cache.read_json(path)
         return cls(path, table if isinstance(table, dict) else {})
 
     def lookup(self, regex: str) -> tuple[str, float]:
         cached = self.table.get(regex)
-        if isinstance(cached, list) and len(cached) == 2:
-            return str(cached[0]), float(cached[1])
+        if (isinstance(cached, list) and len(cached) == 2 and isinstance(cached[0], str)
+                and isinstance(cached[1], float) and 0.0 <= cached[1] < 1.0):
+            return cached[0], cached[1]
         runs = required_literals(regex)
         literal = max(runs, key=len, default="").lower()
         specificity = _specificity(regex, sum(len(run) for run in runs))
@@ -196,22 +194,27 @@ class _LiteralCache:
         return literal, specificity
 
     def save(self) -> None:
-        if not self.changed or self.path is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(self.table), encoding="utf-8")
-            os.replace(temporary, self.path)
-        except OSError:
-            pass  # a read-only home only costs the next process the same work
+        if self.changed and self.path is not None:
+            private_cache.write_json(self.path, self.table)
 
 
 def _normalise(message: str) -> str:
     """Wording without the numbers and paths that change from run to run."""
-    text = re.sub(r"(?:[A-Za-z]:)?[\w./\\-]*[/\\][\w./\\-]+", "<path>", message.lower())
-    text = re.sub(r"\d+(?:\.\d+)?", "#", text)
-    return re.sub(r"\s+", " ", text).strip()
+    text = _PATH_TOKEN.sub(_path_or_word, bounded(message).lower())
+    text = _DECIMAL_RUN.sub("#", text)
+    return _SPACE_RUN.sub(" ", text).strip()
+
+
+# A whole run of path characters is read at once (no backtracking into it), and
+# replaced only when it holds a separator: linear however long the run.
+_PATH_TOKEN = re.compile(r"(?:[a-z]:)?[\w./\\-]+")
+_DECIMAL_RUN = re.compile(r"\d+(?:\.\d+)?")
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def _path_or_word(found: re.Match[str]) -> str:
+    token = found.group(0)
+    return "<path>" if "/" in token or "\\" in token else token
 
 
 _index_cache: dict[int, tuple[object, MatchIndex]] = {}
@@ -407,11 +410,18 @@ def _links(parsed: object) -> list[_Link]:
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
+        # A page or a terminal may break a long message inside a sentence; a pattern
+        # that misses the message as printed is tried on it with the breaks joined.
+        unwrapped = _LINE_BREAK.sub(" ", link.text) if "\n" in link.text else link.text
         lowered = link.text.lower()
+        lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         for pattern in index.patterns:
-            if pattern.literal and pattern.literal not in lowered:
+            if pattern.literal and pattern.literal not in lowered and (
+                    pattern.literal not in lowered_unwrapped):
                 continue
             found = pattern.search(link.text)
+            if not found and unwrapped is not link.text:
+                found = pattern.search(unwrapped)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
@@ -433,6 +443,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
     return list(best.values())
+
+
+_LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 
 
 def _same_type(expected: str, actual: str | None) -> bool:
@@ -489,17 +502,15 @@ def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
 
 
 # A 10 MB log holds the error near its end; prose and raw-text fallbacks look
-# only at this much of the tail.
-_FALLBACK_CHARS = 20_000
-
-
+# only at the tail, as much of it as a knowledge-base regex may see.
 def diagnose(text: str, kb: object) -> Diagnosis:
     """Parse ``text`` and rank the knowledge base's entries for it, best first."""
     from torchdoctor.parse import parse_traceback
 
     index = index_for(kb)
+    text = strip_controls(text)
     parsed = parse_traceback(text)
-    tail = text[-_FALLBACK_CHARS:]
+    tail = text[-TEXT_LIMIT:]
     candidates: list[_Candidate] = []
     prose_fields: dict = {}
     if parsed is not None:
@@ -513,6 +524,10 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         candidates = _match_patterns(index, [_Link(None, tail, 1.0)], None)
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
+    if not candidates and parsed is not None and _value(parsed, "type") is None:
+        # A sentence that merely reads like an error ("runs out of memory") is prose:
+        # the whole description is read for symptoms, not that one sentence.
+        message = tail
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits.

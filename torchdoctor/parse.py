@@ -12,9 +12,17 @@ Torch-free, pure and deterministic. Choices worth knowing:
   error; for ``context`` chains it is the original failure, and the later link is
   usually a bug in the handling code that disappears once the original is fixed.
   A DataLoader worker wrapper's inner traceback becomes its own link and the root.
-* No traceback: a lone ``SomeError: message`` line, then a bare torch-like message
-  (``type`` None), then CUDA assert lines; ``None`` only when nothing reads as an
+* No traceback: an error line in any form people write one (``parsing/loose.py``: a
+  ``SomeError: message`` line, one after other words, the exception's repr, a message
+  quoted in a sentence, a bare torch-like message with ``type`` None, a line logged
+  at an error level), then CUDA assert lines; ``None`` only when nothing reads as an
   error, so the caller can try the prose-symptom path.
+* A traceback cut before its exception line takes the error line written above or
+  below it (``extras["source"] == "error_line_outside_traceback"``), so an error line
+  anywhere in the paste never leaves the message empty.
+* ``extras["source"]`` says where the message came from: ``traceback``,
+  ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``,
+  ``error_record``, ``cuda_assert`` or ``error_line_outside_traceback``.
 """
 
 from __future__ import annotations
@@ -22,15 +30,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boilerplate, warnings_seen
 from torchdoctor.parsing.focus import focus_on_errors
 from torchdoctor.parsing.lines import CleanLines, clean_lines
+from torchdoctor.parsing.loose import LooseError, find_loose_error
 from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
 from torchdoctor.parsing.phase import judge_phase
 from torchdoctor.parsing.scanner import (
     FoundTraceback,
     TracebackScanner,
-    read_exception_line,
     short_type,
 )
 from torchdoctor.parsing.signature import message_signature
@@ -38,20 +47,7 @@ from torchdoctor.parsing.signature import message_signature
 __all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
 
 LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
-DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d+)")
-TORCH_LIKE_MESSAGE = re.compile(
-    r"shapes cannot be multiplied|must match the size of tensor|out of bounds|out of range"
-    r"|Expected .+ but (?:got|found)|does not require grad|modified by an inplace operation"
-    r"|cannot be converted to Scalar|is ambiguous|size mismatch|Error\(s\) in loading"
-    r"|device-side assert|CUDA error|out of memory|not implemented for|should be the same"
-    r"|Can't pickle|cannot re-initialize|view size is not compatible|Trying to backward"
-    r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
-    r"|must be a|expected scalar type|Given groups=|Expected input batch_size",
-    re.IGNORECASE,
-)
-MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
-                    "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
-                    "unexpected", "given groups")
+DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d{1,9})\b")
 
 
 @dataclass
@@ -85,6 +81,7 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         text = text.decode("utf-8", errors="replace")
     if not isinstance(text, str):
         raise TypeError(f"parse_traceback expects text, not {type(text).__name__}")
+    text = strip_controls(text)
     if not text.strip():
         return None
     lines = clean_lines(focus_on_errors(text))
@@ -108,6 +105,8 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         extras["truncated"] = not chosen.traceback.complete
         extras["cpp_frames"] = chosen.traceback.cpp_frames
         extras["other_errors"] = _other_errors(candidates, chosen)
+        if not chain[root].message.strip():
+            _message_from_outside(lines, chosen, chain[root], extras)
     else:
         chain = _lone_error(lines, extras)
         root = 0
@@ -170,31 +169,74 @@ def _other_errors(candidates: list[_Candidate], chosen: _Candidate) -> list[str]
 
 
 def _lone_error(lines: CleanLines, extras: dict) -> list[ChainLink]:
-    """A paste without a traceback: a final ``Type: message`` line, or just a message."""
-    scanner = TracebackScanner(lines.texts, lines.log_records)
-    for index, raw in enumerate(lines.texts):
-        stripped = raw.strip()
-        exception = read_exception_line(stripped, strict=True)
-        if exception and not exception[0].endswith("Warning"):
-            full_type, first = exception
-            indent = len(raw) - len(raw.lstrip())
-            message, _ = scanner.read_message(index + 1, first, indent, FoundTraceback(
-                links=[], start=index, end=index, complete=True))
-            extras["source"] = "final_line"
-            return [ChainLink(type=short_type(full_type), message=message,
-                              full_type=full_type)]
-    for raw in lines.texts:
-        lowered = raw.lower()
-        if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
-            continue
-        if TORCH_LIKE_MESSAGE.search(raw) and "Warning: " not in raw:
-            extras["source"] = "message_only"
-            return [ChainLink(type=None, message=raw.strip())]
+    """A paste without a traceback: an error line in any form people write one."""
+    found = find_loose_error(lines.texts, range(len(lines.texts)), lines.error_records)
+    if found is not None:
+        extras["source"] = found.source
+        return [_loose_link(lines, found)]
     if extras["cuda_asserts"]:
         first = extras["cuda_asserts"][0]
         extras["source"] = "cuda_assert"
         return [ChainLink(type=None, message=f"Assertion `{first['assertion']}` failed.")]
     return []
+
+
+def _loose_link(lines: CleanLines, found: LooseError) -> ChainLink:
+    """A link for a loose error, with its continuation lines where torch prints some.
+
+    A whole ``Type: message`` line keeps what follows it, as in a traceback; a message
+    found elsewhere on a line keeps it only when it ends in a colon, the way torch
+    opens a list ("Error(s) in loading state_dict for Net:").
+    """
+    message = found.message
+    if found.source == "final_line" or (
+            found.source in ("embedded", "message_only", "error_record")
+            and message.rstrip().endswith(":")):
+        raw = lines.texts[found.index]
+        indent = len(raw) - len(raw.lstrip())
+        scanner = TracebackScanner(lines.texts, lines.log_records)
+        message, _ = scanner.read_message(found.index + 1, message, indent, FoundTraceback(
+            links=[], start=found.index, end=found.index, complete=True))
+        message = _without_prose(message)
+    return ChainLink(type=short_type(found.full_type), message=message,
+                     full_type=found.full_type)
+
+
+def _without_prose(message: str) -> str:
+    """Continuation lines up to the first one a person wrote: a question, an exclamation,
+    or words in another script ("Excuse me, how to solve this?" under the error)."""
+    lines = message.split("\n")
+    for position, line in enumerate(lines[1:], start=1):
+        stripped = line.strip()
+        if stripped.endswith(("?", "!", "？", "！")) or (stripped and not stripped[0].isascii()):
+            return "\n".join(lines[:position]).rstrip()
+    return message
+
+
+def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink,
+                          extras: dict) -> None:
+    """A traceback cut before its exception line takes the error line written elsewhere.
+
+    People often paste the error first and the traceback under it, or the traceback
+    is cut off; the error line then sits before or after the traceback's lines.
+    Nearest first: the lines above, closest first, then those below.
+    """
+    start, end = chosen.traceback.start, chosen.traceback.end
+    if lines.ranks[chosen.position] is not None or len(set(lines.ranks)) > 1:
+        return  # one rank's lines were scanned apart; positions do not map back
+    outside = [*range(start - 1, -1, -1), *range(end, len(lines.texts))]
+    # Then the traceback's own lines: a traceback flattened onto one line carries its
+    # exception in the middle of a "frame".
+    found = (find_loose_error(lines.texts, outside, lines.error_records)
+             or find_loose_error(lines.texts, range(start, min(end, len(lines.texts)))))
+    if found is None or (link.type and found.full_type
+                         and short_type(found.full_type) != link.type):
+        return
+    adopted = _loose_link(lines, found)
+    link.message = adopted.message
+    if not link.type:
+        link.type, link.full_type = adopted.type, adopted.full_type
+    extras["source"] = "error_line_outside_traceback"
 
 
 def _user_frame(chain: list[ChainLink], root: int) -> Frame | None:

@@ -23,7 +23,9 @@ class ProbeSpec:
     name: str
     family: str
     summary: str
-    needs: str  # "nothing" | "target" (script capture or harness) | "harness"
+    # "nothing" | "target" (script capture or harness, with a model) | "harness" |
+    # "failure" (a loaded script or harness, model or not: it works from the failing frames)
+    needs: str
     params: tuple[ProbeParam, ...] = field(default=())
     # Environments of fresh patients to run this probe in, instead of the
     # current one: a CUDA device-side assert poisons the process that saw it.
@@ -190,6 +192,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "first_bad",
                 "runs",
                 "steps",
+                "glue",
             ),
         ),
         ProbeSpec(
@@ -266,6 +269,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "zero_grad_called",
                 "accumulating",
                 "step_before_backward",
+                "zero_grad_before_step",
                 "eval_mode_during_training",
                 "eval_modules",
                 "backward_calls",
@@ -321,6 +325,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "curve",
                 "steps_run",
                 "used_train_step",
+                "steps_to_fit",
+                "patience_steps",
             ),
         ),
         ProbeSpec(
@@ -426,6 +432,70 @@ PROBES: dict[str, ProbeSpec] = {
                 "skipped",
                 "error_type",
                 "error_message",
+            ),
+        ),
+        ProbeSpec(
+            "provenance",
+            "provenance",
+            "replay the failing run under the op recorder (the script from the start, the"
+            " failing step when it failed late, or the harness's step) and walk back from the"
+            " failing value to the line that made it wrong",
+            "failure",
+            (
+                _p("ring", "int", 0, "events the ring keeps (0: TORCHDOCTOR_RING or 4096)"),
+                _p("budget", "float", 0.0, "seconds of first run past which only the failing"
+                   " step is replayed (0: TORCHDOCTOR_REPLAY_BUDGET or 30)"),
+                _p("events", "int", 0, "how many of the last recorded events to return"),
+            ),
+            facts=(
+                "replay", "reproduced", "recorded", "kept", "dropped", "ring",
+                "optimizer_steps", "could_not_see", "error_type", "error_message", "property",
+                "raised_at", "fix_at", "why", "write_kind", "write_op", "written_param",
+                "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
+                "operands", "offending_argument", "made_noncontiguous_at", "chain",
+                "recording_tail",
+            ),
+        ),
+        ProbeSpec(
+            "collate_items",
+            "data",
+            "the samples of the failing batch from the failure's frames (or the loader's"
+            " first batch): each one's sizes, and which indices differ from the rest",
+            "failure",
+            facts=(
+                "found_from", "dataset", "dataset_len", "batch_size", "indices", "fields",
+                "item_sizes", "differing", "common_size", "field", "field_rank",
+                "differing_dims", "ragged", "error_type", "error_message",
+            ),
+        ),
+        ProbeSpec(
+            "state_dict_diff",
+            "state_dict",
+            "the checkpoint against the model in the failing load_state_dict: wrapper"
+            " prefixes, missing and unexpected keys by layer, each size mismatch explained",
+            "failure",
+            facts=(
+                "checkpoint_keys", "model_keys", "missing_count", "unexpected_count",
+                "mismatched_count", "missing_by_layer", "unexpected_by_layer",
+                "size_mismatches", "prefix_in_checkpoint", "prefix_in_model",
+                "matches_after_prefix", "head_mismatch", "other_mismatches",
+                "transposed_count", "nested_under", "error_type", "error_message",
+            ),
+        ),
+        ProbeSpec(
+            "loss_inputs",
+            "loss",
+            "ranges, dtypes and shapes of the input and target at the loss call, against"
+            " the loss's contract, and the lines that produced each",
+            "failure",
+            (_p("where", "bool", True, "replay the run to find the lines that produced them"),),
+            facts=(
+                "found_from", "loss", "input_shape", "input_dtype", "input_min", "input_max",
+                "target_shape", "target_dtype", "target_min", "target_max",
+                "input_in_unit_range", "target_in_unit_range", "input_nonfinite",
+                "target_nonfinite", "input_whole", "target_whole", "target_integer",
+                "shapes_match", "classes", "target_in_class_range", "input_produced_at",
+                "target_produced_at", "problems", "error_type", "error_message",
             ),
         ),
     )

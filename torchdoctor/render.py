@@ -97,7 +97,7 @@ def check_command(probes: list[str]) -> str:
 
 
 def _checkup_probes() -> tuple[str, ...]:
-    from torchdoctor.checkup import CHECK_ORDER
+    from torchdoctor.investigation.checkup import CHECK_ORDER
 
     return CHECK_ORDER
 

@@ -134,8 +134,9 @@ class Session:
         """A probe result (a Finding: probe, status, summary, hypothesis, verdict, facts...)."""
         self._record("probe", **finding)
         if finding.get("hypothesis") and finding.get("verdict"):
+            # The engine's reason says why a result decided nothing; else the result speaks.
             self._record("hypothesis", key=finding["hypothesis"], state=finding["verdict"],
-                         reason=finding.get("summary", ""))
+                         reason=finding.get("reason") or finding.get("summary", ""))
 
     def record_reproduction(self, same: bool, error: dict | None, seed: int | None,
                             detail: str = "") -> None:

@@ -12,8 +12,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-_NUMBER = r"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+from torchdoctor.linear_regex import RegexError, bounded, compile_linear
+
+# Numbers start where a number starts (not inside one) and have bounded digit runs, so a
+# run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
+# re is kept here for the lookaheads; the text is capped (see extract_numbers).
+_NUMBER = r"(?<![\d.])(-?\d{1,18}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)"
+_COUNT = r"\b(\d{1,9})"
 # Between a word and its number: no digits, and no "after"/"for" or counter word
 # that would hand the number to something else ("loss is NaN after 300 steps",
 # "loss is nan at step 0").
@@ -28,16 +35,16 @@ _FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
         rf"{_NUMBER}\s+loss\b",
     ),
     "classes": (
-        r"\b(\d+)[\s-]*(?:output\s+)?(?:classes|class\b|categories|labels\b|-way)",
-        r"\b(?:num_classes|n_classes|classes)\s*[=:]\s*(\d+)",
+        rf"{_COUNT}[\s-]*(?:output\s+)?(?:classes|class\b|categories|labels\b|-way)",
+        rf"\b(?:num_classes|n_classes|classes)\s*[=:]\s*{_COUNT}",
     ),
-    "epoch": (r"\bepochs?\s*#?\s*(\d+)", r"\b(\d+)(?:st|nd|rd|th)?\s+epochs?\b"),
+    "epoch": (rf"\bepochs?\s*#?\s*{_COUNT}", rf"{_COUNT}(?:st|nd|rd|th)?\s+epochs?\b"),
     "step": (
-        r"\b(?:step|iteration|iter|batch)(?:es|s)?\s*#?\s*(\d+)",
-        r"\b(\d+)(?:st|nd|rd|th)?\s+(?:steps|iterations|iters|batches)\b",
+        rf"\b(?:step|iteration|iter|batch)(?:es|s)?\s*#?\s*{_COUNT}",
+        rf"{_COUNT}(?:st|nd|rd|th)?\s+(?:steps|iterations|iters|batches)\b",
     ),
     "lr": (rf"\b(?:lr|learning[\s_]rate)\s*(?:of|=|:|is|at|to)?\s*{_NUMBER}",),
-    "num_workers": (r"\bnum_workers\s*=?\s*(\d+)", r"\b(\d+)\s+workers\b"),
+    "num_workers": (rf"\bnum_workers\s*=?\s*{_COUNT}", rf"{_COUNT}\s+workers\b"),
     "accuracy": (
         rf"\b(?:accuracy|acc)\b{_GAP}{_NUMBER}(?!\s*(?:steps?|epochs?|classes))",
         rf"{_NUMBER}\s*%\s+accuracy",
@@ -52,6 +59,7 @@ _COMPILED_FIELDS = {
 def extract_numbers(text: str) -> dict[str, str]:
     """The numbers a sentence gives, as strings (like regex-captured fields)."""
     found: dict[str, str] = {}
+    text = bounded(text)
     for name, patterns in _COMPILED_FIELDS.items():
         for pattern in patterns:
             match = pattern.search(text)
@@ -72,18 +80,12 @@ class SymptomMatch:
     fields: dict[str, str] = field(default_factory=dict)
 
 
-_compiled: dict[str, re.Pattern[str]] = {}
-
-
-def _compile(regex: object) -> re.Pattern[str] | None:
+def _compile(regex: object) -> Any:
     """Symptoms are case-insensitive whatever the pattern object says."""
-    source = str(getattr(regex, "regex", regex))
-    if source not in _compiled:
-        try:
-            _compiled[source] = re.compile(source, re.IGNORECASE)
-        except re.error:
-            return None
-    return _compiled[source]
+    try:
+        return compile_linear(str(getattr(regex, "regex", regex)), ignore_case=True)
+    except RegexError:
+        return None
 
 
 def symptom_regexes(entry: object) -> list[object]:
@@ -97,6 +99,7 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     matched text (a long specific phrase beats a bare keyword), then id.
     """
     results: list[SymptomMatch] = []
+    seen = bounded(text)
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
@@ -106,7 +109,7 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
         matched_chars = 0
         for regex in regexes:
             compiled = _compile(regex)
-            found = compiled.search(text) if compiled else None
+            found = compiled.search(seen) if compiled else None
             if found:
                 matched.append(compiled.pattern)
                 matched_chars += len(found.group(0))

@@ -39,7 +39,7 @@ def bare_step_seconds(repeats: int = 30) -> float:
 
 
 def probe_costs(step: float) -> None:
-    from torchdoctor.checkup import CHECK_ORDER
+    from torchdoctor.investigation.checkup import CHECK_ORDER
     from torchdoctor.patient.probes import run_probe
 
     print(f"one bare training step: {step * 1000:.1f} ms")

@@ -54,7 +54,7 @@ async def typing_while_probing() -> tuple[list[float], list[float]]:
     from torchdoctor import demo
     from torchdoctor.session import Session
     from torchdoctor.tui.app import TorchDoctorApp
-    from torchdoctor.tui.doctor import Target, default_client_factory
+    from torchdoctor.investigation.walk import Target, default_client_factory
     from torchdoctor.tui.screens.intake import IntakeScreen
 
     copy = demo.prepare()

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from torchdoctor.location import describe_location
+from torchdoctor.location import describe_location, site_lines
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchdoctor import checkup
+    from torchdoctor.investigation import checkup
     from torchdoctor.patient.client import PatientClient, PatientError, PatientRequestError
 
     only = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else None
@@ -100,7 +100,7 @@ def _knowledge(args: argparse.Namespace) -> Any:
 
 
 def _print_text(target: str, checks: list) -> None:
-    from torchdoctor.checkup import SYMBOLS
+    from torchdoctor.investigation.checkup import SYMBOLS
     from torchdoctor.match import fill_prose
 
     print(f"checkup of {target}")
@@ -116,6 +116,8 @@ def _print_text(target: str, checks: list) -> None:
         if f.status == "error":
             errors_seen[_error_key(f.summary)] = f.probe
         print(f"{SYMBOLS.get(f.status, '?')} {f.probe:<16} {f.summary}")
+        for line in site_lines(f.to_dict()):
+            print(f"    {line}")
         where = describe_location(f.location)
         if where and f.status in ("fail", "warn"):
             print(f"    at {where}")

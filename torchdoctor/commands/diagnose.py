@@ -9,14 +9,24 @@ stderr, never a stack trace. Heavy imports (rich, the matcher) happen inside
 from __future__ import annotations
 
 import argparse
+import collections
+import os
+import stat
 import sys
 from dataclasses import dataclass
+from typing import BinaryIO
 
 EXIT_DIAGNOSED, EXIT_NO_MATCH, EXIT_INPUT_ERROR = 0, 1, 2
 # Control bytes that never occur in text (ESC is kept: ANSI colour codes are common in
-# pastes); a share above this in the first 8 KiB means a binary file, not a log.
-_BINARY_BYTES = bytes([*range(9), 11, *range(14, 27), *range(28, 32)])
+# pastes, and NUL is dropped before this test); a share above this in the first 8 KiB
+# means a binary file, not a log.
+_BINARY_BYTES = bytes([*range(1, 9), 11, *range(14, 27), *range(28, 32)])
 _BINARY_SHARE = 0.05
+# The end of a log is what holds the error: at most KEPT_BYTES of it are read, and a
+# pipe or device is read no further than STREAM_BYTES (see _read_tail).
+KEPT_BYTES = 8 * 2**20
+STREAM_BYTES = 64 * 2**20
+_CHUNK = 2**20
 _HOW_TO_PASTE = (
     "give a file, or pipe the paste in with '-':\n"
     "  torchdoctor diagnose error.txt\n"
@@ -58,18 +68,28 @@ def read_input(source: str | None) -> PastedText:
             raise InputError("nothing to diagnose: " + _HOW_TO_PASTE)
         source = "-"
     if source == "-":
-        data = sys.stdin.buffer.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None or stream.closed:
+            raise InputError("standard input is closed; " + _HOW_TO_PASTE)
+        data, cut = _read_tail(stream, None, "standard input")
         name = "standard input"
     else:
-        data = _read_file(source)
+        data, cut = _read_file(source)
         name = source
-    return decode_paste(data, name)
+    try:
+        pasted = decode_paste(data, name)
+    except InputError as error:
+        raise InputError(f"{error} ({cut})" if cut else str(error)) from None
+    if cut:
+        pasted.notes.insert(0, cut)
+    return pasted
 
 
-def _read_file(path: str) -> bytes:
+def _read_file(path: str) -> tuple[bytes, str]:
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            size = os.fstat(handle.fileno()).st_size if _regular(handle) else None
+            return _read_tail(handle, size, path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -80,12 +100,62 @@ def _read_file(path: str) -> bytes:
         raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
+def _regular(handle: BinaryIO) -> bool:
+    return stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+
+
+def _read_tail(stream: BinaryIO, size: int | None, name: str) -> tuple[bytes, str]:
+    """At most ``KEPT_BYTES`` from the end of the input, and a note when more was there.
+
+    A file's tail is read directly. A pipe or a device has no end to seek to: it is
+    read until it ends or ``STREAM_BYTES`` have gone by, keeping the last
+    ``KEPT_BYTES``, so ``/dev/zero`` or an endless producer stops instead of hanging.
+    """
+    if size is not None:
+        if size > KEPT_BYTES:
+            stream.seek(size - KEPT_BYTES)
+            return stream.read(KEPT_BYTES), (
+                f"{name} is {_mib(size)}; only its last {_mib(KEPT_BYTES)} were read")
+        return stream.read(), ""
+    chunks: collections.deque[bytes] = collections.deque()
+    kept = total = 0
+    while total < STREAM_BYTES:
+        chunk = stream.read(min(_CHUNK, STREAM_BYTES - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        kept += len(chunk)
+        total += len(chunk)
+        while kept - len(chunks[0]) >= KEPT_BYTES:
+            kept -= len(chunks.popleft())
+    data = b"".join(chunks)[-KEPT_BYTES:]
+    if total >= STREAM_BYTES:
+        return data, (f"stopped reading {name} after {_mib(STREAM_BYTES)}; its last "
+                      f"{_mib(len(data))} before that point were read")
+    if total > len(data):
+        return data, f"{name} was {_mib(total)}; only its last {_mib(KEPT_BYTES)} were read"
+    return data, ""
+
+
+def _mib(count: int) -> str:
+    return f"{count / 2**20:.0f} MiB" if count >= 2**20 else f"{count} bytes"
+
+
 def decode_paste(data: bytes, name: str) -> PastedText:
-    """Bytes to text, tolerant of what people actually save and pipe."""
+    """Bytes to text, tolerant of what people actually save and pipe.
+
+    NUL bytes are dropped before anything else: a log padded with them (a crashed
+    writer, a preallocated file) is still a log, and ``/dev/zero`` is simply empty.
+    Terminal control sequences are removed too, so nothing a paste holds can act on
+    the terminal it is printed to.
+    """
     notes: list[str] = []
+    padded = False
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16", errors="replace")
     else:
+        padded = b"\x00" in data
+        data = data.replace(b"\x00", b"") if padded else data
         sample = data[:8192]
         binary = len(sample) - len(sample.translate(None, _BINARY_BYTES))
         if sample and binary > len(sample) * _BINARY_SHARE:
@@ -95,10 +165,15 @@ def decode_paste(data: bytes, name: str) -> PastedText:
         except UnicodeDecodeError:
             text = data.decode("utf-8", errors="replace")
             notes.append(f"{name} is not valid UTF-8; undecodable bytes were replaced with �")
-        text = text.replace("\x00", "")
+        if padded and text.strip():
+            notes.append(f"{name} holds NUL bytes; they were left out")
+    if not text.strip() and padded:
+        raise InputError(f"{name}: holds only NUL bytes, not a traceback or log")
     if not text.strip():
         raise InputError(f"{name}: the input is empty; " + _HOW_TO_PASTE.split(":\n")[0])
-    return PastedText(text, notes)
+    from torchdoctor.parsing.controls import strip_controls
+
+    return PastedText(strip_controls(text), notes)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,7 +17,7 @@ import re
 import sys
 from typing import Any
 
-from torchdoctor.location import describe_location
+from torchdoctor.location import describe_location, site_lines
 
 EXIT_OK, EXIT_UNCONFIRMED, EXIT_USAGE = 0, 1, 2
 
@@ -45,6 +45,15 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"torchdoctor run: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    notice = _own_flags_after_script(args)
+    if notice:
+        print(f"torchdoctor run: {notice}", file=sys.stderr)
+    if not (args.json or args.no_tui or args.no_session) and _interactive():
+        # The app runs the script itself, so its output shows live and one session holds all.
+        from torchdoctor.tui import open_app
+
+        return open_app(script=args.script, argv=list(args.args), kind="run", autostart=True,
+                        kb_dirs=tuple(getattr(args, "kb", ()) or ()), notice=notice)
     from torchdoctor.patient.client import PatientClient, PatientError
 
     script = os.path.abspath(args.script)
@@ -81,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _echo_output(outcome)
-        if args.no_tui or not open_app_or_text(outcome):
-            print_text(outcome)
+        print_text(outcome)
     return outcome_status(outcome)
 
 
@@ -119,7 +127,8 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
     }
     if report["exited"] != "raised":
         return outcome
-    from torchdoctor.investigate import factory_for, order_by_evidence, test_hypotheses
+    from torchdoctor.investigation.hypotheses import order_by_evidence, test_hypotheses
+    from torchdoctor.investigation.probing import factory_for
     from torchdoctor.knowledge import KnowledgeError, load_knowledge
     from torchdoctor.match import diagnose
 
@@ -172,22 +181,22 @@ def outcome_status(outcome: dict) -> int:
     return EXIT_UNCONFIRMED
 
 
-def open_app_or_text(outcome: dict) -> bool:
-    """Open the app at this diagnosis when it exists and a terminal is there to show it.
+def _interactive() -> bool:
+    return sys.stdout.isatty() and sys.stdin.isatty()
 
-    Returns False when the caller should print the text form instead.
-    """
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        return False
-    try:
-        from torchdoctor import tui
-    except ImportError:
-        return False
-    opener = getattr(tui, "open_run_outcome", None)
-    if opener is None:
-        return False
-    opener(outcome)
-    return True
+
+# run's own options: given after the script they are the script's (as with python -m pdb).
+_OWN_FLAGS = ("--no-tui", "--json", "--timeout", "--top", "--only", "--no-session")
+
+
+def _own_flags_after_script(args: argparse.Namespace) -> str | None:
+    """One line when words after the script look like torchdoctor's: they are not read as such."""
+    own = [word for word in args.args if word.split("=", 1)[0] in _OWN_FLAGS]
+    if not own:
+        return None
+    name = os.path.basename(args.script)
+    return (f"{' '.join(own)} come after {name}, so {name} gets them; "
+            f"for torchdoctor, put them first: torchdoctor run {' '.join(own)} {name}")
 
 
 def _echo_output(outcome: dict) -> None:
@@ -237,6 +246,8 @@ def print_text(outcome: dict) -> None:
         if unstated:
             print("  decided by: " + ", ".join(f"{name} = {value}"
                                               for name, value in unstated.items()))
+        for line in site_lines(finding):
+            print(f"  {line}")
         where = describe_location(finding.get("location"))
         if where:
             print(f"  where: {where}")
@@ -253,6 +264,8 @@ def print_text(outcome: dict) -> None:
             continue
         statement = hypotheses.get(finding["hypothesis"], {}).get("statement")
         print(f"  {finding['verdict']}: {_shorten(statement or finding['summary'], 110)}")
+        if finding.get("reason"):
+            print(f"    ({_shorten(finding['reason'], 104)})")
     if need_harness and not confirmed:
         print("  not testable on a script (they rerun training steps): give a harness and run"
               f" torchdoctor check {name}:NAME (see docs/harness.md) to test:")
@@ -288,7 +301,7 @@ def _shorten(text: str, limit: int) -> str:
 
 
 def _needs_harness(finding: dict) -> bool:
-    return finding["verdict"] == "error" and finding["summary"].startswith("NoTarget:")
+    return finding["verdict"] == "untested" and "needs a" in (finding.get("reason") or "")
 
 
 def _first_line(text: Any) -> str:

@@ -23,7 +23,7 @@ from torchdoctor.fixes.verification import (
     run_script,
 )
 from torchdoctor.fixes.workspace import Workspace
-from torchdoctor.rewrites.operations import NotApplicable
+from torchdoctor.rewrites.operations import AT_FAILING_CALL, NotApplicable
 from torchdoctor.rewrites.patch import Patch, make_patches
 
 # Patches tried per cause before giving up on it.
@@ -89,12 +89,14 @@ def _patches(cause: Cause, target: Target, kb: Any) -> tuple[list[Patch], str]:
     if fix is None or not fix.rewrites:
         summary = fix.summary if fix else "no fix is recorded for it"
         return [], f"no rewrite is known for this fix; do it by hand: {summary}"
-    site = cause.site
-    files = [site.file] if site else []
-    if str(target.file) not in files:
-        files.append(str(target.file))
     patches, reasons = [], []
     for rewrite in fix.rewrites:
+        # An operation on the arguments of a call rewrites the call that failed; the
+        # others start from the fix site.
+        site = cause.raised if rewrite["op"] in AT_FAILING_CALL and cause.raised else cause.site
+        files = [site.file] if site else []
+        if str(target.file) not in files:
+            files.append(str(target.file))
         for name in files:
             path = patchable(name, target)
             if path is None:

@@ -53,7 +53,8 @@ class Cause:
     statement: str
     fix: dict[str, Any]
     fields: dict[str, Any]
-    site: Site | None
+    site: Site | None  # where to fix: the fix site when known, else where it raised
+    raised: Site | None = None  # where the error was raised
     check: str | None = None  # the checkup probe that found it (a silent failure)
 
 
@@ -88,6 +89,7 @@ def read_session(directory: Path) -> tuple[Target | None, dict | None, list[Caus
             fix=state.get("fix") if isinstance(state.get("fix"), dict) else {},
             fields={**fields.get(entry, {}), **_facts(probe)},
             site=_site(probe, state, error),
+            raised=_raised(probe, error),
             check=probe.get("probe") if error is None else None,
         ))
     return target, error, causes
@@ -116,6 +118,10 @@ def _site(probe: dict, state: dict, error: dict | None) -> Site | None:
         where = source.get("fix_at")
         if isinstance(where, dict) and isinstance(where.get("file"), str):
             return Site(where["file"], _line(where.get("line")), "fix")
+    return _raised(probe, error)
+
+
+def _raised(probe: dict, error: dict | None) -> Site | None:
     for where in (probe.get("raised_at"), probe.get("location"),
                   (error or {}).get("user_frame")):
         if isinstance(where, dict) and isinstance(where.get("file"), str):

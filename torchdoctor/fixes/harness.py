@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.checkup import plan
+from torchdoctor.investigation.checkup import plan
 from torchdoctor.fixes.causes import Cause, Target
 from torchdoctor.fixes.verification import Run, Verification
 from torchdoctor.fixes.workspace import Workspace

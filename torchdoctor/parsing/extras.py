@@ -10,12 +10,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-CUDA_ASSERT = re.compile(
+from torchdoctor.linear_regex import compile_linear
+from torchdoctor.parsing.frames import line_number
+
+# Both are searched through whole lines, so they run on RE2 (linear in the line).
+CUDA_ASSERT = compile_linear(
     r"(?P<file>\S+?):(?P<line>\d+): (?P<function>.*?): "
     r"block: \[(?P<block>[\d, ]+)\], thread: \[(?P<thread>[\d, ]+)\] "
     r"Assertion `(?P<assertion>.*)` failed\.?"
 )
-WARNING = re.compile(r"(?:(?P<where>\S.*?):(?P<line>\d+): )?(?P<category>\w*Warning): (?P<text>.+)")
+WARNING = compile_linear(
+    r"(?:(?P<where>\S.*?):(?P<line>\d+): )?(?P<category>\w*Warning): (?P<text>.+)")
 CUDA_BOILERPLATE = (
     "CUDA kernel errors might be asynchronously reported",
     "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
@@ -23,7 +28,7 @@ CUDA_BOILERPLATE = (
     "Device-side assertions were explicitly omitted for this error check",
     "Device-side assertion tracking was not enabled by user",
 )
-ELASTIC_RANK = re.compile(r"rank\s*:\s*(\d+)")
+ELASTIC_RANK = re.compile(r"rank\s*:\s*(\d{1,9})\b")
 ELASTIC_ROOT = "Root Cause (first observed failure)"
 
 
@@ -43,7 +48,7 @@ def cuda_asserts(texts: list[str]) -> list[dict[str, Any]]:
         if key in seen:
             seen[key]["count"] += 1
             continue
-        seen[key] = {"file": match["file"], "line": int(match["line"]),
+        seen[key] = {"file": match["file"], "line": line_number(match["line"]),
                      "function": match["function"].strip(), "assertion": match["assertion"],
                      "block": f"[{match['block']}]", "thread": f"[{match['thread']}]",
                      "count": 1, "text": match.group(0).strip()}

@@ -29,6 +29,15 @@ STDLIB = re.compile(
 TORCH_PACKAGE = re.compile(r"(?:^|/)torch/")
 
 
+# More digits than any source file has lines: a number this long is damage, not a line.
+LONGEST_LINE_NUMBER = 9
+
+
+def line_number(digits: str) -> int | None:
+    """A line number from its digits, or None when there are too many to be one."""
+    return int(digits) if len(digits) <= LONGEST_LINE_NUMBER else None
+
+
 def is_user_file(file: str, function: str | None) -> bool:
     """Library frames are site-packages, the stdlib, torch itself and generated code.
 
@@ -72,15 +81,15 @@ def read_frame_line(stripped: str) -> tuple[Frame, bool] | None:
     if stripped.startswith("File "):
         match = PYTHON_FRAME.fullmatch(stripped)
         if match:
-            return make_frame(match["file"], int(match["line"]), match["func"]), False
+            return make_frame(match["file"], line_number(match["line"]), match["func"]), False
         match = IPYTHON8_FRAME.fullmatch(stripped)
         if match:
-            return make_frame(match["file"], int(match["line"]), match["func"]), True
+            return make_frame(match["file"], line_number(match["line"]), match["func"]), True
         return None
     if stripped.startswith("Cell In"):
         match = IPYTHON8_CELL.fullmatch(stripped)
         if match:
-            return make_frame(f"Cell In[{match['cell']}]", int(match["line"]), None), True
+            return make_frame(f"Cell In[{match['cell']}]", line_number(match["line"]), None), True
         return None
     if stripped.startswith("Input In"):
         match = IPYTHON8_INPUT.fullmatch(stripped)
@@ -94,14 +103,14 @@ def read_frame_line(stripped: str) -> tuple[Frame, bool] | None:
     return None
 
 
-def read_ipython_source(stripped: str) -> tuple[bool, int, str] | None:
+def read_ipython_source(stripped: str) -> tuple[bool, int | None, str] | None:
     """``----> 5 out = model(x)`` → (True, 5, code); ``  3 x = 1`` → (False, 3, code)."""
     if not stripped or not (stripped[0].isdigit() or stripped[0] in "->"):
         return None
     match = IPYTHON_SOURCE.fullmatch(stripped)
     if not match:
         return None
-    return bool(match["arrow"]), int(match["line"]), (match["code"] or "").strip()
+    return bool(match["arrow"]), line_number(match["line"]), (match["code"] or "").strip()
 
 
 def is_caret_line(stripped: str) -> bool:

@@ -9,17 +9,33 @@ because a timestamp is the surest sign that an exception message has ended.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]")
+from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.parsing.markup import undo_line_markup, undo_markup
+
 BARE_ANSI = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
-RANK_PREFIX = re.compile(r"\[(?:rank|default)(\d{1,5})\]:[ ]?")
+RANK_PREFIX = re.compile(
+    r"\[(?:rank|default) ?(?P<rank>\d{1,5})\]:[ ]?"  # torchrun --tee, [rank0]: / [rank 0]:
+    r"|\[\d{1,5},(?P<mpi>\d{1,5})\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
+)
+# A logging record's level, with the logger name before or after it: "ERROR:root:",
+# "ERROR: ", "trainer - ERROR - " (after its timestamp), loguru's
+# "ERROR    | __main__:main:88 - ".
+LEVEL_PREFIX = re.compile(
+    r"(?:[\w.<>-]{1,100} - )?(?P<level>CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG)"
+    r"(?::[\w.<>-]{0,100}:[ ]?|:[ \t]|[ \t]*\|[ \t]*[\w.<>:-]{0,200}[ \t]+-[ \t]|[ \t]+-[ \t])"
+)
 TIMESTAMP_PREFIX = re.compile(
     r"\[?\d{4}-\d{2}-\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?\]?"
     r"[ \t]*(?:[|\-][ \t]*)?"
 )
 GLOG_PREFIX = re.compile(r"\[?[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ +(?:\d+ )?[\w./-]+:\d+\][ ]?")
 QUOTE_PREFIX = re.compile(r"(?:>[ ]?)+")
+# A tqdm bar that an error was printed straight after, on the same line:
+# "epoch 1:   9%|██▍      | 1/11 [00:01<00:13,  1.33s/it]THCudaCheck FAIL …".
+PROGRESS_BAR_BEFORE = re.compile(
+    r".{0,200}?\d{1,3}%\|[^|\n]{0,300}\|[^\[\n]{0,80}\[[^\]\n]{0,100}\]")
 LONGEST_LINE = 65_536
 
 
@@ -30,11 +46,14 @@ class CleanLines:
     texts: list[str]
     ranks: list[int | None]
     log_records: list[bool]
+    # Logged at an error level (ERROR, CRITICAL, FATAL, glog's E and F): an error line
+    # even when its words are not an exception's.
+    error_records: list[bool] = field(default_factory=list)
 
 
 def strip_colour(text: str) -> str:
-    if "\x1b" in text:
-        text = ANSI_ESCAPE.sub("", text)
+    """Control sequences, and colour codes whose ESC was lost on the way (``[31m``)."""
+    text = strip_controls(text)
     if "m" in text and BARE_ANSI.search(text):
         text = BARE_ANSI.sub("", text)
     return text
@@ -50,7 +69,7 @@ def _is_quoted_paste(lines: list[str]) -> bool:
 
 
 def clean_lines(text: str) -> CleanLines:
-    text = strip_colour(text)
+    text = undo_markup(strip_colour(text))
     lines = text.splitlines()
     if _is_quoted_paste(lines):
         lines = [
@@ -60,27 +79,42 @@ def clean_lines(text: str) -> CleanLines:
     texts: list[str] = []
     ranks: list[int | None] = []
     records: list[bool] = []
+    errors: list[bool] = []
     for line in lines:
         if len(line) > LONGEST_LINE:
             line = line[:LONGEST_LINE]
+        if "`" in line or "python-" in line or "Process " in line:
+            line = undo_line_markup(line)
+        if "%|" in line:
+            match = PROGRESS_BAR_BEFORE.match(line)
+            line = line[match.end():] if match and line[match.end():].strip() else line
         rank = None
-        record = False
+        record = error = False
         first = line[:1]
         if first == "[" or first.isdigit() or first in "IWEF":
-            match = RANK_PREFIX.match(line)
-            if match:
-                rank = int(match.group(1))
-                line = line[match.end():]
+            rank, line = _rank(line)
             match = TIMESTAMP_PREFIX.match(line) or GLOG_PREFIX.match(line)
             if match:
                 record = True
+                error = match.group(0).lstrip("[")[:1] in "EF" and match.re is GLOG_PREFIX
                 line = line[match.end():]
                 if rank is None:
-                    match = RANK_PREFIX.match(line)
-                    if match:
-                        rank = int(match.group(1))
-                        line = line[match.end():]
+                    rank, line = _rank(line)
+        if " - " in line[:120] or ":" in line[:10] or "|" in line[:12]:
+            match = LEVEL_PREFIX.match(line)
+            if match:
+                error = error or match["level"] in ("ERROR", "CRITICAL", "FATAL")
+                line = line[match.end():]
         texts.append(line.rstrip())
         ranks.append(rank)
         records.append(record)
-    return CleanLines(texts, ranks, records)
+        errors.append(error)
+    return CleanLines(texts, ranks, records, errors)
+
+
+def _rank(line: str) -> tuple[int | None, str]:
+    """The rank a launcher's prefix names, and the line without the prefix."""
+    match = RANK_PREFIX.match(line)
+    if not match:
+        return None, line
+    return int(match["rank"] or match["mpi"]), line[match.end():]

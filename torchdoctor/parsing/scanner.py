@@ -25,7 +25,7 @@ BARE_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInt
 WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
 CPP_LINE = re.compile(r"(?:frame #\d+: |#\d+ |Exception raised from |C\+\+ CapturedTraceback:)")
 WARNING_LINE = re.compile(r"\S.*:\d+: \w*Warning: ")
-PROGRESS_BAR = re.compile(r"\d+%\|")
+PROGRESS_BAR = re.compile(r"(?<!\d)\d{1,3}%\|")
 LONGEST_MESSAGE_LINES = 1_000
 SKIPPED_FRAME_LINES = ("[Previous line repeated", "...<", "[... skipping")
 

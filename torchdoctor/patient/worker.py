@@ -113,8 +113,13 @@ class Worker:
         path = _required(message, "path", str)
         argv = [str(a) for a in message.get("argv") or []]
         self.context = None
+        started = time.perf_counter()
         outcome = targets.run_script(path, argv, message.get("cwd"))
         self.context = outcome.context
+        if self.context is not None:
+            # What a replay under the recorder reruns, and whether it is worth rerunning whole.
+            self.context.extras["script"] = {"path": path, "argv": argv, "cwd": message.get("cwd"),
+                                             "seconds": time.perf_counter() - started}
         self.target = {"kind": "script", "path": path, "argv": argv}
         return outcome.report
 
@@ -129,9 +134,13 @@ class Worker:
                                f"{', '.join(sorted(registry))}")
         spec = PROBES.get(name)
         needs = spec.needs if spec else "nothing"
-        if needs != "nothing" and (self.context is None or self.context.model is None):
+        if needs in ("target", "harness") and (self.context is None
+                                               or self.context.model is None):
             raise RequestError("NoTarget", f"probe {name!r} needs a model, and no target with"
                                " a model is loaded")
+        if needs == "failure" and self.context is None:
+            raise RequestError("NoTarget", f"probe {name!r} works from a loaded script or"
+                               " harness, and none is loaded")
         if needs == "harness" and self.context.source != "harness":
             raise RequestError("NoTarget", f"probe {name!r} needs a harness target")
         started = time.perf_counter()

@@ -27,6 +27,9 @@ from torchdoctor.rewrites.locate import (
 
 # At most this many alternative places are offered for one operation.
 MAX_CANDIDATES = 3
+# Operations that rewrite the arguments of the call that failed, wherever the fix site is.
+AT_FAILING_CALL = frozenset({"cast_argument", "move_argument", "shift_argument",
+                             "view_as_argument"})
 
 
 class NotApplicable(Exception):
@@ -392,8 +395,10 @@ def accumulate_item(src: Source, line, params, fields) -> list[Candidate]:
     """``total += loss`` / ``losses.append(loss)`` → keep ``loss.item()``, not the graph."""
     found = {}
     for aug in src.nodes(cst.AugAssign, lambda a: isinstance(a.operator, cst.AddAssign)):
-        if isinstance(aug.value, (cst.Name, cst.Attribute)):
-            found[aug] = aug.with_changes(value=_method(aug.value, "item"))
+        value = aug.value
+        if isinstance(value, (cst.Name, cst.Attribute)) or (
+                isinstance(value, cst.Call) and _names_a_loss(value.func)):
+            found[aug] = aug.with_changes(value=_method(value, "item"))
     for call in src.nodes(cst.Call, lambda c: call_name(c) == "append" and len(c.args) == 1):
         value = call.args[0].value
         if isinstance(value, cst.Name) and "loss" in value.value.lower():
@@ -402,6 +407,62 @@ def accumulate_item(src: Source, line, params, fields) -> list[Candidate]:
     ranked = _ranked(src, _need(list(found), "no loss accumulated across iterations"), line)
     return [Candidate([(n, found[n])], f"keep a Python number: `{code(found[n]).strip()}`",
                       src.line(n)) for n in ranked]
+
+
+def _names_a_loss(func: cst.BaseExpression) -> bool:
+    """``criterion(...)``, ``self.loss(...)``, ``F.mse_loss(...)``: a call that returns a loss."""
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    return any(word in str(name).lower() for word in ("loss", "criterion"))
+
+
+@operation("detach_before_numpy")
+def detach_before_numpy(src: Source, line, params, fields) -> list[Candidate]:
+    """``t.numpy()`` / ``t.cpu().numpy()`` → ``t.detach().cpu().numpy()``: a copy without the
+    graph, on the host, whatever device and grad state the tensor had."""
+    found = {}
+    for call in src.nodes(cst.Call, lambda c: call_name(c) == "numpy" and not c.args):
+        subject = receiver(call)
+        if subject is None:
+            continue
+        inner = subject
+        if isinstance(inner, cst.Call) and call_name(inner) == "cpu" and not inner.args:
+            inner = receiver(inner)
+        if isinstance(inner, cst.Call) and call_name(inner) == "detach":
+            continue
+        found[call] = _method(_method(_method(inner, "detach"), "cpu"), "numpy")
+    ranked = _ranked(src, _need(list(found), "no .numpy() call in this file"), line)
+    return [Candidate([(c, found[c])], f"detach and copy to the CPU first: `{code(found[c])}`",
+                      src.line(c)) for c in ranked]
+
+
+@operation("construct_then_call")
+def construct_then_call(src: Source, line, params, fields) -> list[Candidate]:
+    """``nn.CrossEntropyLoss(out, y)`` → ``nn.CrossEntropyLoss()(out, y)``: the tensors went
+    to the loss's constructor (as weight, size_average...) instead of to the loss itself."""
+    found = {c: cst.Call(func=c.with_changes(args=[]), args=c.args)
+             for c in src.nodes(cst.Call, lambda c: call_name(c).endswith("Loss")
+                                and len(positional(c)) >= 2)}
+    ranked = _ranked(src, _need(list(found), "no loss class given tensors in this file"), line)
+    return [Candidate([(c, found[c])], f"build the loss, then call it: `{code(found[c])}`",
+                      src.line(c)) for c in ranked]
+
+
+@operation("first_output")
+def first_output(src: Source, line, params, fields) -> list[Candidate]:
+    """``output = model(x)`` where the model returns several outputs → ``model(x)[0]``, the
+    main one (the logits of a model with auxiliary heads, of a Hugging Face output)."""
+    found = {}
+    for assign in src.nodes(cst.Assign, lambda a: len(a.targets) == 1
+                            and isinstance(a.targets[0].target, cst.Name)
+                            and isinstance(a.value, cst.Call)):
+        element = cst.SubscriptElement(slice=cst.Index(value=cst.Integer("0")))
+        found[assign.value] = cst.Subscript(value=assign.value, slice=[element])
+    if line is None:
+        raise NotApplicable("no line to rewrite: the failing frame is unknown")
+    on_line = [c for c in found if src.line(c) <= line <= src.last_line(c)]
+    calls = _need(on_line, f"no assignment of a call's result on line {line}")
+    return [Candidate([(c, found[c])], f"take the first output: `{code(found[c])}`",
+                      src.line(c)) for c in calls[:1]]
 
 
 def _statement_calls(statement: cst.CSTNode, name: str) -> list[cst.Call]:
@@ -550,6 +611,36 @@ def remove_detach(src: Source, line, params, fields) -> list[Candidate]:
                       src.line(c)) for c in ranked]
 
 
+@operation("defer_step")
+def defer_step(src: Source, line, params, fields) -> list[Candidate]:
+    """An ``opt.step()`` between two backward passes through one graph moves after the last
+    of them: the step rewrites parameters in place that the later backward still needs."""
+    candidates = []
+    blocks = {src.parents.get(s) for s in src.nodes(
+        cst.SimpleStatementLine, lambda s: bool(_statement_calls(s, "step")))}
+    for block in blocks:
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        body = list(block.body)
+        backwards = [i for i, s in enumerate(body) if _statement_calls(s, "backward")]
+        if len(backwards) < 2:
+            continue
+        last = backwards[-1]
+        early = [s for i, s in enumerate(body) if backwards[0] < i < last
+                 and isinstance(s, cst.SimpleStatementLine) and _statement_calls(s, "step")]
+        if not early:
+            continue
+        rest = [s for s in body if s not in early]
+        position = rest.index(body[last]) + 1
+        moved = [s.with_changes(leading_lines=[]) for s in early]
+        rest[position:position] = moved
+        owners = ", ".join(code(s.body[0]).strip() for s in early)
+        candidates.append(Candidate([(block, block.with_changes(body=rest))],
+                                    f"call {owners} after the last backward", src.line(early[0])))
+    return _need(_ranked_candidates(candidates, line),
+                 "no optimizer step between two backward passes in this file")
+
+
 @operation("lower_learning_rate")
 def lower_learning_rate(src: Source, line, params, fields) -> list[Candidate]:
     """The optimizer's ``lr=`` written out becomes the best rate a sweep measured
@@ -613,7 +704,8 @@ def cast_source(src: Source, line, params, fields) -> list[Candidate]:
     """Where a tensor is made from data (``torch.from_numpy``, ``torch.tensor``, ``.double()``),
     give it the dtype the model computes in."""
     method = str(params["method"])
-    makers = ("from_numpy", "tensor", "as_tensor", "Tensor", "double", "DoubleTensor")
+    makers = ("from_numpy", "tensor", "as_tensor", "Tensor", "double", "DoubleTensor", "full",
+              "ones", "zeros", "empty", "arange", "full_like", "ones_like", "zeros_like")
     found = {}
     for call in src.nodes(cst.Call, lambda c: call_name(c) in makers):
         parent = src.parents.get(call)

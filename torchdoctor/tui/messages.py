@@ -10,7 +10,7 @@ from textual.message import Message
 
 @dataclass
 class StepFinished(Message):
-    """A phase step finished; ``result`` is what the Doctor method returned."""
+    """A phase step finished; ``result`` is what the Investigation step returned."""
 
     step: str
     result: Any = None

@@ -39,3 +39,36 @@ def top_module(names: list[str]) -> str:
             break
         common.append(parts[0])
     return ".".join(common) or module_of(names[0])
+
+
+def short_label(module: nn.Module) -> str:
+    """``Conv2d(1→1, 3×3)``, ``Linear(8→1)``: a module known by its shape, or by its class."""
+    kind = type(module).__name__
+    if isinstance(module, nn.Linear):
+        return f"{kind}({module.in_features}→{module.out_features})"
+    if isinstance(module, nn.modules.conv._ConvNd):
+        kernel = "×".join(str(k) for k in module.kernel_size)
+        return f"{kind}({module.in_channels}→{module.out_channels}, {kernel})"
+    return kind
+
+
+def readable_name(model: nn.Module, path: str | None) -> str:
+    """A name a person can find in their model, never an empty string.
+
+    Named paths (``features.3``, ``head``) are kept as ``print(model)`` shows
+    them; the root is named by what it is (``Linear(8→1)``, ``Net``), and the
+    children of a root container by index (``Sequential[2]``), since a bare
+    ``2`` names nothing.
+    """
+    if path is None:
+        return short_label(model)
+    if path == "":
+        return short_label(model)
+    parts = path.split(".")
+    lead = []
+    while parts and parts[0].isdigit():
+        lead.append(parts.pop(0))
+    if not lead:
+        return path
+    head = type(model).__name__ + "".join(f"[{index}]" for index in lead)
+    return ".".join([head, *parts])

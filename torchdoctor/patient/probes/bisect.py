@@ -1,5 +1,10 @@
 """The ``bisect`` probe: halve the search until one leaf module, or one training step, is left.
 
+An error raised by a parent's own code between its children (glue code:
+a ``view`` after a ``permute``) is no leaf's fault: the probe says so, with
+the parent, the line, the children before and after, and the shapes that
+reached the failing op, instead of bisecting.
+
 Each rerun is recorded as ``{lo, hi, cut, ran, outcome}`` so a person can
 follow the search in the UI and restart it from their own ``lo``/``hi``.
 Over modules, a rerun runs the forward only up to the ``cut``-th leaf and
@@ -22,9 +27,10 @@ from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._copies import preserved
 from torchdoctor.patient.probes._errors import first_line, never_raises
-from torchdoctor.patient.probes._modules import is_leaf, module_label
+from torchdoctor.patient.probes._frames import exception_location, file_name
+from torchdoctor.patient.probes._modules import is_leaf, module_label, readable_name, short_label
 from torchdoctor.patient.probes._tensors import all_finite, all_finite_in
-from torchdoctor.patient.probes.trace import ModuleRecorder
+from torchdoctor.patient.probes.trace import ModuleRecorder, OpRecorder
 
 
 class _Stop(Exception):
@@ -74,7 +80,13 @@ class PrefixRun:
 
 
 def leaf_order(ctx: ProbeContext) -> tuple[list[str], dict[str, Any]]:
-    """Leaf modules in the order the forward runs them, and how that full run ended."""
+    """Leaf modules in the order the forward runs them, and how that full run ended.
+
+    When the error escapes while a parent, not a leaf, is the innermost module
+    running, it was raised by the parent's own code between its children (a
+    ``view`` after a ``permute``): ``outcome["glue"]`` says where, and no leaf
+    is to blame.
+    """
     order: list[str] = []
     leaves = {path for path, m in ctx.model.named_modules() if is_leaf(m)}
 
@@ -82,25 +94,72 @@ def leaf_order(ctx: ProbeContext) -> tuple[list[str], dict[str, Any]]:
         if path in leaves and path not in order:
             order.append(path)
 
-    recorder = ModuleRecorder(ctx.model, ring=1, on_output=note)
-    outcome: dict[str, Any] = {"error": None}
+    recorder = ModuleRecorder(ctx.model, ring=256, on_output=note)
+    ops = OpRecorder(ring=1)
+    outcome: dict[str, Any] = {"error": None, "glue": None}
     with preserved(ctx.model, parameters=False), torch.no_grad():
         try:
-            with recorder:
+            with recorder, ops:
                 ctx.forward()
         except Exception as exc:  # noqa: BLE001 - the failure being bisected
             outcome["error"] = f"{type(exc).__name__}: {first_line(str(exc), 160)}"
             running = [p for p in recorder.stack if p in leaves]
-            if running and running[-1] not in order:
-                order.append(running[-1])
+            if running:
+                if running[-1] not in order:
+                    order.append(running[-1])
+            elif recorder.stack:
+                outcome["glue"] = _glue(ctx.model, recorder, ops, exc)
     return order, outcome
+
+
+def _glue(model: nn.Module, recorder: ModuleRecorder, ops: OpRecorder,
+          exc: BaseException) -> dict[str, Any]:
+    """Where in a parent's own forward the error was raised, and between which children."""
+    parent_path = recorder.stack[-1]
+    parent = model.get_submodule(parent_path) if parent_path else model
+    children = [name for name, _ in parent.named_children()]
+    prefix = f"{parent_path}." if parent_path else ""
+    ran = [path[len(prefix):] for path in recorder.order
+           if path.startswith(prefix) and path[len(prefix):] in children]
+    before = ran[-1] if ran else None
+    later = children[children.index(before) + 1:] if before in children else children
+    after = next((name for name in later if name not in ran), None)
+    failure = ops.failure or {}
+    where = failure.get("where") or exception_location(exc) or {}
+    return {
+        "parent": readable_name(model, parent_path),
+        "parent_path": parent_path,
+        "parent_label": short_label(parent),
+        "file": where.get("file"), "line": where.get("line"), "code": where.get("code"),
+        "op": failure.get("op"),
+        "before": readable_name(model, prefix + before) if before else None,
+        "after": readable_name(model, prefix + after) if after else None,
+        "input_shapes": [t["shape"] for t in failure.get("inputs") or []],
+    }
+
+
+def _glue_result(glue: dict[str, Any], why: str, facts: dict[str, Any]) -> dict:
+    facts["glue"] = glue
+    between = " and ".join(filter(None, (
+        f"after {glue['before']}" if glue["before"] else "before its first child",
+        f"before {glue['after']}" if glue["after"] else None)))
+    at = f" at {file_name(glue['file'])}:{glue['line']}" if glue.get("file") else ""
+    code = f" ({glue['code'].strip()})" if glue.get("code") else ""
+    got = (f"; {glue['op'] or 'the op'} received {glue['input_shapes'][0]}"
+           if glue["input_shapes"] else "")
+    summary = (f"no child module is to blame: {glue['parent']}'s own forward raised {why}"
+               f"{at}{code}, {between}{got}")
+    return result("fail", summary, facts, {"module": glue["parent"], "op": glue["op"],
+                                           "file": glue["file"], "line": glue["line"]})
 
 
 def bisect_modules(ctx: ProbeContext, lo: int, hi: int) -> dict:
     order, first = leaf_order(ctx)
     n = len(order)
     facts: dict[str, Any] = {"over": "modules", "first_bad": None, "runs": 1, "steps": [],
-                             "order": order, "n": n, "max_runs": _budget(n)}
+                             "order": order, "n": n, "max_runs": _budget(n), "glue": None}
+    if first["glue"] is not None:
+        return _glue_result(first["glue"], first["error"], facts)
     if n == 0:
         return result("inconclusive", "the model has no leaf modules that ran", facts)
     run = PrefixRun(ctx, order)
@@ -128,11 +187,13 @@ def bisect_modules(ctx: ProbeContext, lo: int, hi: int) -> dict:
     facts["steps"] = steps
     path = order[lo]
     module = ctx.model.get_submodule(path)
-    facts["first_bad"] = {"index": lo, "module": path, "type": type(module).__name__,
-                          "label": module_label(module), "why": whole["why"]}
-    summary = (f"first bad leaf: {path} ({module_label(module)}), #{lo + 1} of {n}: "
+    name = readable_name(ctx.model, path)
+    facts["first_bad"] = {"index": lo, "module": name, "path": path,
+                          "type": type(module).__name__, "label": module_label(module),
+                          "why": whole["why"]}
+    summary = (f"first bad leaf: {name} ({module_label(module)}), #{lo + 1} of {n}: "
                f"{whole['why']} — {facts['runs']} runs")
-    return result("fail", summary, facts, {"module": path, "op": None, "file": None,
+    return result("fail", summary, facts, {"module": name, "op": None, "file": None,
                                            "line": None})
 
 
@@ -169,7 +230,7 @@ class _Snapshot:
 
 def bisect_steps(ctx: ProbeContext, total: int) -> dict:
     facts: dict[str, Any] = {"over": "steps", "first_bad": None, "runs": 0, "steps": [],
-                             "n": total}
+                             "n": total, "glue": None}
     if ctx.optimizer is None and ctx.train_step is None:
         return result("inconclusive", "bisecting steps needs an optimizer or a train_step",
                       facts)
@@ -221,10 +282,10 @@ def bisect(ctx: ProbeContext, over: str = "modules", steps: int = 64, lo: int = 
            hi: int = -1) -> dict:
     if ctx.model is None:
         return result("inconclusive", "no model to bisect",
-                      {"first_bad": None, "runs": 0, "steps": []})
+                      {"first_bad": None, "runs": 0, "steps": [], "glue": None})
     if over == "steps":
         return bisect_steps(ctx, max(1, int(steps)))
     if over != "modules":
         return result("error", f"unknown bisect target {over!r}: use 'modules' or 'steps'",
-                      {"first_bad": None, "runs": 0, "steps": []})
+                      {"first_bad": None, "runs": 0, "steps": [], "glue": None})
     return bisect_modules(ctx, int(lo), int(hi))

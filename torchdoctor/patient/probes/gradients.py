@@ -18,7 +18,7 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._copies import replica, standard_optimizer
 from torchdoctor.patient.probes._errors import describe_error
 from torchdoctor.patient.probes._frames import exception_location, location, user_frame
-from torchdoctor.patient.probes._modules import module_of, top_module
+from torchdoctor.patient.probes._modules import module_of, readable_name, top_module
 from torchdoctor.patient.probes._training_step import plain_step, total_grad_norm
 
 MAX_LISTED = 50
@@ -100,9 +100,9 @@ def grad_flow(ctx: ProbeContext, vanish: float = 1e-7, explode: float = 1e3) -> 
     }
     if nonfinite:
         return result("fail", f"non-finite gradients in {len(nonfinite)} parameters, first "
-                      f"{nonfinite[0]}", facts, location(module=module_of(nonfinite[0])))
+                      f"{nonfinite[0]}", facts, location(module=readable_name(rep.model, module_of(nonfinite[0]))))
     if missing:
-        module = top_module(missing)
+        module = readable_name(rep.model, top_module(missing))
         cut = watcher.cuts[0] if watcher.cuts else None
         return result("fail", f"{len(missing)} parameters get no gradient ({module}: "
                       f"{reasons[missing[0]]})", facts,
@@ -111,11 +111,11 @@ def grad_flow(ctx: ProbeContext, vanish: float = 1e-7, explode: float = 1e3) -> 
         trend = ", growing each step" if growing else ""
         return result("fail", f"exploding gradients (> {explode:g}) in {len(exploding)} "
                       f"parameters{trend}, first {exploding[0]}", facts,
-                      location(module=module_of(exploding[0])))
+                      location(module=readable_name(rep.model, module_of(exploding[0]))))
     if vanishing:
         return result("warn", f"vanishing gradients (< {vanish:g}) in {len(vanishing)} "
                       f"parameters, first {vanishing[0]}", facts,
-                      location(module=module_of(vanishing[0])))
+                      location(module=readable_name(rep.model, module_of(vanishing[0]))))
     frozen_note = f"; {len(frozen)} frozen" if frozen else ""
     return result("pass", f"every trainable parameter gets a finite gradient (norms "
                   f"{facts['min_norm']:.2g}–{facts['max_norm']:.2g}){frozen_note}", facts)

@@ -16,6 +16,7 @@ from torch.overrides import TorchFunctionMode
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
+from torchdoctor.patient.probes._modules import readable_name
 from torchdoctor.patient.probes._replica import (
     describe_error,
     exception_location,
@@ -104,7 +105,8 @@ def weights_update(ctx: ProbeContext) -> dict:
                       facts, location(op="step", site=site))
     first_reason = reasons[stuck[0]]
     return result("fail", f"{len(stuck)} of {total} parameters did not change after one step: "
-                  f"{stuck[0]} ({first_reason})", facts, location(module=top_module(stuck)))
+                  f"{stuck[0]} ({first_reason})", facts,
+                  location(module=readable_name(rep.model, top_module(stuck))))
 
 
 @probe("loop_order")
@@ -126,12 +128,14 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
     backwards = loop.of("backward")
     accumulating_at = _stale_backward(loop.events)
     step_first = _step_before_backward(loop.events)
+    cleared_at = _zero_grad_before_step(loop.events)
     eval_at = next((e for e in backwards if not e.model_training or e.eval_modules), None)
     facts = {
         "order": order[:60],
         "zero_grad_called": bool(loop.of("zero_grad")),
         "accumulating": accumulating_at is not None,
         "step_before_backward": step_first is not None,
+        "zero_grad_before_step": cleared_at is not None,
         "eval_mode_during_training": eval_at is not None,
         "eval_modules": eval_at.eval_modules[:MAX_LISTED] if eval_at else [],
         "backward_calls": len(backwards),
@@ -142,6 +146,10 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
         return result("fail", "optimizer.step() runs before loss.backward(): each step uses "
                       "the previous batch's gradients", facts,
                       location(op="step", site=step_first.site))
+    if cleared_at is not None:
+        return result("fail", "zero_grad() runs between loss.backward() and optimizer.step(): "
+                      "the step finds no gradients, so no parameter changes", facts,
+                      location(op="zero_grad", site=cleared_at.site))
     if accumulating_at is not None:
         return result("fail", "gradients accumulate across steps: no zero_grad() between "
                       "optimizer.step() and the next backward()", facts,
@@ -176,6 +184,27 @@ def _stale_backward(events: list) -> Any:
             if after_step and not event.grads_clean:
                 return event
             after_step = False
+    return None
+
+
+def _zero_grad_before_step(events: list) -> Any:
+    """A zero_grad that clears the gradients a backward just made, before the step uses them.
+
+    The order backward → zero_grad → step is the one order whose every call
+    is present and still trains nothing, so a check that only looks for the
+    three calls passes on it.
+    """
+    pending: Any = None  # the zero_grad seen since the last backward, if any
+    backward_seen = False
+    for event in events:
+        if event.kind == "backward":
+            backward_seen, pending = True, None
+        elif event.kind == "zero_grad" and backward_seen:
+            pending = pending or event
+        elif event.kind == "step":
+            if pending is not None:
+                return pending
+            backward_seen = False
     return None
 
 
@@ -368,10 +397,21 @@ def _low(loss: float, initial: float) -> bool:
     return loss < 0.1 * initial or loss < 0.05
 
 
-# A loss that keeps more than this share of its first value has not really moved: a
-# broken step. One that fell further but not near zero learns, only too slowly to
-# fit the batch within the probe's budget (a small rate, a small model): no bug.
-STALLED = 0.75
+# Slow or stalled: see docs/checks.md ("overfit_batch"). Near a minimum, gradient
+# descent shrinks the loss by a roughly constant factor per step, so the curve's
+# average rate says how many steps fitting the batch (the loss at a tenth of its
+# start) would take. A setup that would need more than PATIENCE times the probe's
+# step budget to fit the easiest possible data set is not training: a broken step.
+PATIENCE = 10
+
+
+def _steps_to_fit(initial: float, final: float, ran: int) -> int | None:
+    """Steps the observed geometric rate needs to bring the loss to a tenth of its start;
+    None when the loss did not fall at all."""
+    if not (finite(initial) and finite(final)) or initial <= 0 or not 0 < final < initial:
+        return None
+    per_step = math.log(final / initial) / max(1, ran - 1)
+    return math.ceil(math.log(0.1) / per_step)
 
 
 def _downsample(values: list[float], points: int = 20) -> list[float]:
@@ -411,16 +451,20 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
              "final_loss": final if finite(final) else str(final),
              "reduction": round(reduction, 4) if finite(reduction) else None,
              "learned": bool(learned), "curve": _downsample(losses), "steps_run": len(losses),
-             "used_train_step": use_own}
+             "used_train_step": use_own,
+             "steps_to_fit": _steps_to_fit(initial, final, len(losses)),
+             "patience_steps": PATIENCE * max(1, steps)}
     if not finite(final):
         return result("fail", f"loss turned {final} after {len(losses)} steps on one batch",
                       facts)
     if learned:
         return result("pass", f"overfits one batch: loss {initial:.4g} → {final:.4g} in "
                       f"{len(losses)} steps", facts)
-    if reduction is not None and reduction <= STALLED:
+    projected = facts["steps_to_fit"]
+    if projected is not None and projected <= facts["patience_steps"]:
         return result("warn", f"learns one batch slowly: loss {initial:.4g} → {final:.4g} "
-                      f"after {len(losses)} steps, not yet near zero", facts)
+                      f"after {len(losses)} steps, near zero in about {projected} at this "
+                      "rate", facts)
     moved = ("rises" if final > initial else "does not fall" if final >= 0.999 * initial
              else "barely falls")
     return result("fail", f"cannot overfit one batch: the loss {moved}, {initial:.4g} → "
@@ -492,7 +536,7 @@ def determinism(ctx: ProbeContext) -> dict:
     sources = ", ".join(risks) or "an unseeded random source in the model or loss"
     first = differing[0] if differing else None
     return result("fail", f"the same step from the same seed differs; sources: {sources}",
-                  facts, location(module=module_of(first)) if first else None)
+                  facts, location(module=readable_name(ctx.model, module_of(first))) if first else None)
 
 
 def _seeded_gradients(ctx: ProbeContext) -> tuple[float, dict[str, torch.Tensor]]:

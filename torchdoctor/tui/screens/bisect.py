@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Label, Static
 
-from torchdoctor.tui.doctor import Cancelled, Doctor
+from torchdoctor.investigation.walk import Cancelled, Investigation
 
 
 class BisectScreen(Screen[None]):
@@ -29,7 +29,7 @@ class BisectScreen(Screen[None]):
         Binding("escape,b", "app.pop_screen", "Back", id="bisect.back"),
     ]
 
-    def __init__(self, doctor: Doctor) -> None:
+    def __init__(self, doctor: Investigation) -> None:
         super().__init__()
         self.doctor = doctor
         self.facts: dict[str, Any] = {}
@@ -44,7 +44,7 @@ class BisectScreen(Screen[None]):
                     classes="screen-title")
         yield DataTable(id="modules", cursor_type="row")
         yield Static(id="bisect-view")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("#", "module", "range")
@@ -120,6 +120,9 @@ class BisectScreen(Screen[None]):
 
     def _first_bad(self) -> Text:
         first_bad = self.facts.get("first_bad")
+        glue = self.facts.get("glue")
+        if glue:
+            return _glue_text(glue)
         if not first_bad:
             return Text(self.summary, style="green")
         text = Text("first bad module: ", style="bold red")
@@ -162,6 +165,20 @@ class BisectScreen(Screen[None]):
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.action_accept()
+
+
+def _glue_text(glue: dict) -> Text:
+    """The parent's own code raised between two children: no module row is to blame."""
+    text = Text("raised in the parent's own forward: ", style="bold red")
+    text.append(f"{glue.get('parent')}\n", style="bold")
+    if glue.get("file"):
+        where = f"{str(glue['file']).rsplit('/', 1)[-1]}:{glue.get('line')}"
+        text.append(f"at {where}: {(glue.get('code') or '').strip()}\n")
+    text.append(f"between {glue.get('before') or 'its start'} and "
+                f"{glue.get('after') or 'its end'}\n")
+    if glue.get("input_shapes"):
+        text.append(f"{glue.get('op') or 'the op'} received {_dims(glue['input_shapes'][0])}\n")
+    return text
 
 
 def _dims(shape: Any) -> str:

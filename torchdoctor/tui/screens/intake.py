@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, Label, OptionList, TextArea
 
-from torchdoctor.tui.doctor import Doctor, Target
+from torchdoctor.investigation.walk import Investigation, Target
 
 SYMPTOMS = (
     "loss is not decreasing",
@@ -58,7 +58,7 @@ class IntakeScreen(Screen[dict | None]):
         Binding("escape", "leave", "Back", id="intake.back"),
     ]
 
-    def __init__(self, doctor: Doctor) -> None:
+    def __init__(self, doctor: Investigation) -> None:
         super().__init__()
         self.doctor = doctor
         self.symptom: str | None = None
@@ -79,7 +79,7 @@ class IntakeScreen(Screen[dict | None]):
             yield Button("Diagnose", id="diagnose", variant="primary")
         with Vertical(classes="row"):
             yield Label("", id="intake-status")
-        yield Footer()
+        yield Footer(compact=True)
 
     @on(OptionList.OptionSelected, "#symptoms")
     def _symptom(self, event: OptionList.OptionSelected) -> None:

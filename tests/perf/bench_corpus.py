@@ -1,0 +1,102 @@
+"""How well ``diagnose`` recognises the real pastes in ``tests/corpus/``.
+
+    python tests/perf/bench_corpus.py [--misses] [--form TAG] [--category NAME]
+
+Prints top-1/top-3 category and entry accuracy and the "nothing matched"
+rate, overall, per category, per kind of paste (form tag), per source and
+for torch before 1.8; then the entries the knowledge base lacks, by how many
+cases want them; then (with ``--misses``, or always when few) every case
+whose expected entry did not come first: id, expected, got.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from corpus_cases import CATEGORIES, FORM_TAGS, Outcome, figures, load_cases, score  # noqa: E402
+
+from torchdoctor.knowledge import load_knowledge  # noqa: E402
+
+COLUMNS = ("top1_category", "top3_category", "top1_entry", "top3_entry", "nothing_matched")
+HEADINGS = ("cat@1", "cat@3", "entry@1", "entry@3", "nothing")
+
+
+def table(title: str, groups: list[tuple[str, list[Outcome]]]) -> None:
+    print(f"\n{title:<24}{'cases':>6}" + "".join(f"{h:>9}" for h in HEADINGS))
+    for name, outcomes in groups:
+        if not outcomes:
+            continue
+        row = figures(outcomes)
+        print(f"  {name:<22}{len(outcomes):>6}"
+              + "".join(f"{row[c] * 100:>8.1f}%" for c in COLUMNS))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--misses", action="store_true", help="list every miss")
+    parser.add_argument("--form", help="only cases with this form tag")
+    parser.add_argument("--category", help="only cases of this category")
+    args = parser.parse_args()
+
+    kb = load_knowledge(include_user=False, use_cache=False, report=False)
+    cases = load_cases(kb)
+    if args.form:
+        cases = [c for c in cases if args.form in c.form]
+    if args.category:
+        cases = [c for c in cases if c.category == args.category]
+    start = time.perf_counter()
+    outcomes = score(cases, kb)
+    elapsed = time.perf_counter() - start
+
+    print(f"{len(cases)} cases, {len(kb)} knowledge-base entries, "
+          f"diagnosed in {elapsed:.2f} s ({elapsed / max(len(cases), 1) * 1000:.1f} ms each)")
+    table("overall", [("all", outcomes)])
+    table("by category", [(c, [o for o in outcomes if o.case.category == c])
+                          for c in CATEGORIES])
+    table("by form", [(t, [o for o in outcomes if t in o.case.form]) for t in FORM_TAGS])
+    table("by source and era", [
+        ("issues", [o for o in outcomes if o.case.group == "issues"]),
+        ("pages", [o for o in outcomes if o.case.group == "pages"]),
+        ("torch < 1.8", [o for o in outcomes if o.case.before_1_8]),
+        ("entry in the KB", [o for o in outcomes if o.case.expected]),
+        ("entry missing", [o for o in outcomes if not o.case.expected]),
+    ])
+
+    wanted = Counter(o.case.wanted_entry["id"] for o in outcomes if not o.case.expected)
+    print(f"\nentries the knowledge base lacks ({sum(wanted.values())} cases, "
+          f"{len(wanted)} entries):")
+    for entry_id, count in wanted.most_common():
+        print(f"  {count:>4}  {entry_id}")
+
+    if not (args.form or args.category):
+        overall = figures(outcomes)
+        print("\nfloors for tests/test_corpus.py (one point below today's figures):")
+        for name, key in (("FLOOR_TOP1_CATEGORY", "top1_category"),
+                          ("FLOOR_TOP1_ENTRY", "top1_entry"), ("FLOOR_TOP3_ENTRY", "top3_entry")):
+            print(f"  {name} = {max(math.floor(overall[key] * 100) - 1, 0) / 100:.2f}")
+        print(f"  CEILING_NOTHING_MATCHED = "
+              f"{min(math.ceil(overall['nothing_matched'] * 100) + 1, 100) / 100:.2f}")
+        print(f"  MIN_CASES = {len(outcomes)}")
+
+    misses = [o for o in outcomes if o.case.expected and not o.top1_entry]
+    print(f"\nmisses with an entry in the knowledge base: {len(misses)}")
+    if args.misses or len(misses) <= 40:
+        for o in misses:
+            got = ", ".join(entry for entry, _ in o.got[:3]) or "nothing matched"
+            print(f"  {o.case.group}/{o.case.id}: expected {o.case.expected}; got {got}")
+    else:
+        print("  (--misses lists them)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Find an error outside any traceback: how people write one when they do not paste it whole.
+
+The error line may come before the traceback (pasted first, the traceback cut off
+below), be quoted in a sentence ("I got "element 0 of tensors does not require
+grad" when…"), be written as the exception's repr (``ValueError(Attempting to
+unscale FP16 gradients.)``), sit after other words on a line (``the step failed with
+RuntimeError: …``), or be a bare message torch prints. These forms are tried in
+that order of certainty, and inside one form the first in the paste wins, because
+in a log the first failure is the cause and later ones its consequences.
+
+Lines that explain a recompilation (``last reason: …``, a guard failure) quote
+sizes and mismatches without being errors; they are read only when nothing else
+is there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from torchdoctor.linear_regex import compile_linear
+from torchdoctor.parsing.scanner import EXCEPTION_SUFFIXES, read_exception_line
+
+# Searched through whole lines of a paste, so it runs on RE2 (linear in the line).
+TORCH_LIKE_MESSAGE = compile_linear(
+    r"shapes cannot be multiplied|must match the size of tensor|out of bounds|out of range"
+    r"|Expected .+ but (?:got|found)|does not require grad|modified by an inplace operation"
+    r"|cannot be converted to Scalar|is ambiguous|size mismatch|Error\(s\) in loading"
+    r"|device-side assert|CUDA error|out of memory|not implemented for|should be the same"
+    r"|Can't pickle|cannot re-initialize|view size is not compatible|Trying to backward"
+    r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
+    r"|must be a|expected scalar type|Given groups=|Expected input batch_size"
+    r"|hit config\.\w+_limit|Attempting to unscale"
+    # wordings of torch before 1.8, and of today's accelerator and OOM messages
+    r"|THCudaCheck FAIL|cuda runtime error|invalid device ordinal|CUDNN_STATUS_\w+"
+    r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
+    r"|not supported on CUDAType|Cannot access accelerator device|has a total capacity"
+    r"|The offending index is|is invalid for input with",
+    ignore_case=True,
+)
+MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
+                    "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
+                    "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
+                    "cudnn_status", "capacity", "offending")
+# "the step failed with RuntimeError: …": an exception line after other words.
+EMBEDDED_EXCEPTION = compile_linear(
+    r"(?:^|\W)(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): (?P<message>\S.*)")
+# ValueError(Attempting to …) / ValueError('…'): the text is read up to the matching parenthesis.
+REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
+                              + "|".join(s for s in EXCEPTION_SUFFIXES if s != "Warning")
+                              + r"))\(")
+# Python's re here: its finditer walks a line once, where RE2's wrapper would convert
+# the line's offsets again for every span. Each span is bounded, so the walk is linear.
+QUOTED = re.compile(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
+CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'"}
+LABELS = frozenset({"Error", "Exception", "error"})
+RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
+                    "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
+
+
+# Prose in another script after the message on the same line ("…instead，这是为什么？"):
+# torch's messages are ASCII apart from paths, so the message ends where CJK or
+# full-width text begins.
+OTHER_SCRIPT = compile_linear(r"[\x{3000}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}]")
+
+
+def _own_words(message: str, start: int = 0) -> str:
+    """The run of ``message`` around ``start`` that holds no other-script text."""
+    if message.isascii():
+        return message
+    found = OTHER_SCRIPT.search(message, start)
+    end = found.start() if found else len(message)
+    begin = start
+    while begin > 0 and not _other_script(message[begin - 1]):
+        begin -= 1
+    return message[begin:end].strip() or message
+
+
+def _other_script(char: str) -> bool:
+    code = ord(char)
+    return 0x3000 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xFF00 <= code <= 0xFFEF
+
+
+@dataclass
+class LooseError:
+    """An error read from one line: its type when the line names one, and its message."""
+
+    full_type: str | None
+    message: str
+    index: int  # the line it was read from
+    source: str  # which form: final_line, embedded, repr, quoted, message_only, error_record
+
+
+def find_loose_error(texts: list[str], indices: Iterable[int],
+                     error_records: list[bool] | None = None) -> LooseError | None:
+    """The most certain error among the lines at ``indices``; the first one within a form.
+
+    ``error_records`` marks lines a logger wrote at an error level; when no line reads
+    as an error by its words, the first of those is the error.
+    """
+    chosen = list(indices)
+    readers: list[Callable[[str, int], LooseError | None]] = [
+        _exception_line, _embedded_or_repr, _quoted, _message_only]
+    for reader in readers:
+        for index in chosen:
+            found = reader(texts[index], index)
+            if found is not None:
+                return found
+    for index in chosen:
+        if error_records and error_records[index] and any(c.isalpha() for c in texts[index]):
+            return LooseError(None, texts[index].strip(), index, "error_record")
+    for index in chosen:
+        if texts[index].strip().startswith(RECOMPILE_REASON):
+            found = _message_only(texts[index], index, reasons=True)
+            if found is not None:
+                return found
+    return None
+
+
+def _exception_line(raw: str, index: int) -> LooseError | None:
+    exception = read_exception_line(raw.strip(), strict=True)
+    if not exception or exception[0].endswith("Warning"):
+        return None
+    full_type, message = _unlabelled(*exception)
+    if full_type in LABELS and not any(c.isalnum() for c in message):
+        return None  # "Error:-" introducing the real error on the next line
+    return LooseError(full_type, _own_words(message), index, "final_line")
+
+
+def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
+    """``Error: RuntimeError: …`` is a label before the real exception line."""
+    if full_type in LABELS:
+        inner = read_exception_line(message.strip(), strict=True)
+        if inner:
+            return inner
+    return full_type, message
+
+
+def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
+    if ": " in raw:
+        embedded = EMBEDDED_EXCEPTION.search(raw)
+        if embedded and not embedded["type"].endswith("Warning"):
+            message = embedded["message"]
+            opening = embedded.group(0)[0]
+            if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
+                # 'I get "ValueError: …" at this line': the quote ends the message.
+                message = message[:message.find(CLOSING_QUOTE[opening])]
+            message = _own_words(message).rstrip().rstrip("`\"”'").rstrip()
+            return LooseError(embedded["type"], message, index, "embedded")
+    if "(" in raw:
+        opening = REPR_OPENING.search(raw)
+        # Code that raises the exception (a frame's source line) is not the error itself.
+        if opening and not raw[:opening.start(1)].rstrip().endswith(("raise", "except")):
+            text = _balanced(raw, opening.end())
+            if text is not None and text.strip():
+                return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
+    return None
+
+
+def _balanced(raw: str, start: int) -> str | None:
+    """The text from ``start`` to the parenthesis that closes the one just before it."""
+    depth = 1
+    quote = None
+    for position in range(start, len(raw)):
+        char = raw[position]
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"" and position == start:
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return raw[start:position]
+    return None
+
+
+def _unquoted(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _quoted(raw: str, index: int) -> LooseError | None:
+    if '"' not in raw and "“" not in raw and "`" not in raw:
+        return None
+    for found in QUOTED.finditer(raw):
+        span = (found["a"] or found["b"] or found["c"]).strip()
+        exception = read_exception_line(span, strict=True)
+        if exception and not exception[0].endswith("Warning"):
+            return LooseError(*_unlabelled(*exception), index, "quoted")
+        if TORCH_LIKE_MESSAGE.search(span):
+            return LooseError(None, span, index, "quoted")
+    return None
+
+
+def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | None:
+    stripped = raw.strip()
+    if not reasons and stripped.startswith(RECOMPILE_REASON):
+        return None
+    lowered = stripped.lower()
+    if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
+        return None
+    found = TORCH_LIKE_MESSAGE.search(stripped) if "Warning: " not in stripped else None
+    if found is None:
+        return None
+    return LooseError(None, _own_words(stripped, found.start()), index, "message_only")

@@ -1,0 +1,46 @@
+"""Undo what web pages, chats and IDEs did to a paste, so the traceback reads as printed.
+
+A traceback copied from a scraped page has ``&quot;`` or curly quotes for its quotes,
+one posted in markdown sits in a code fence that may open in the middle of a
+sentence, an error line gets wrapped in backticks or ``**bold**``, and PyCharm adds
+``python-BaseException`` under the exception. Each is removed here, before lines are
+read; nothing else about the text changes. Every pattern is bounded, so the pass is
+linear in the text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+# A fence and its language tag; a tag is only a tag when the line ends after it, so
+# "```Traceback (most recent call last):" keeps its first word.
+FENCE = re.compile(r"```(?:[A-Za-z0-9_+-]{1,20}(?=[ \t]*(?:\r?\n|$)))?")
+BOLD = re.compile(r"\*\*([^*\n]{1,300})\*\*")
+# A page or a word processor curls the quotes torch printed straight.
+STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
+IDE_NOISE = ("python-BaseException", "Process finished with exit code")
+
+
+def undo_markup(text: str) -> str:
+    """The text without HTML entities, code fences, bold markers and typographic quotes."""
+    if "&" in text and ENTITY.search(text):
+        text = html.unescape(text)
+    if not text.isascii():
+        text = text.translate(STRAIGHT_QUOTES)
+    if "```" in text:
+        text = FENCE.sub("\n", text)
+    if "**" in text:
+        text = BOLD.sub(r"\1", text)
+    return text
+
+
+def undo_line_markup(line: str) -> str:
+    """One line without the backticks that wrap it whole, or blank if an IDE added it."""
+    stripped = line.strip()
+    if stripped.startswith(IDE_NOISE):
+        return ""
+    if len(stripped) > 2 and stripped[0] == "`" and stripped[-1] == "`":
+        return line.replace("`", "", 1)[::-1].replace("`", "", 1)[::-1]
+    return line

@@ -1,0 +1,279 @@
+"""Which property of the failing value broke, and where it became wrong.
+
+The property is read from what the recording saw at the failing op where it
+can be (operands on two devices, two floating dtypes) and from the error's
+own words where only the message says it (a saved tensor's versions, which
+argument of a loss is out of its range). Each walker returns the fix site and
+the facts that argue for it; when no earlier line made the property wrong,
+``fix_at`` stays null and the finding keeps pointing at the line that raised.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from torchdoctor.provenance.graph import Graph, identity
+from torchdoctor.provenance.sites import site, step
+
+_VERSION = re.compile(r"is at version (\d+); expected version (\d+)")
+_SAVED = re.compile(r"\[torch\.\w+ \[([\d, ]*)\]\], which is output \d+ of (\w+)")
+_SHAPE_WORDS = re.compile(r"shape|size|dimension|view|batch_size|cannot be multiplied",
+                          re.IGNORECASE)
+_VALUE_WORDS = re.compile(r"between|out of bounds|out of range|index|elements of|Target",
+                          re.IGNORECASE)
+_NONCONTIGUOUS = ("permute", "transpose", "t", "mT", "T", "swapaxes", "swapdims", "movedim",
+                  "expand", "narrow", "unfold")
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
+               ) -> dict[str, Any]:
+    """``{raised_at, fix_at, property, why, ...}`` for the recording's failure.
+
+    ``error`` (``{type, message}``) defaults to the error the replay raised.
+    """
+    graph = Graph(recording)
+    error = error or recording.get("error") or {}
+    message = str(error.get("message") or "")
+    failure = graph.failure
+    answer: dict[str, Any] = {"raised_at": site(failure), "fix_at": None,
+                              "property": None, "why": None}
+    if failure is None:
+        answer["why"] = ("the replay did not fail" if recording.get("replay") != "none"
+                         else "nothing was replayed")
+        return answer
+    for walker in (_version, _device, _dtype, _shape, _value):
+        found = walker(graph, failure, message)
+        if found is not None:
+            answer.update(found)
+            break
+    else:
+        answer["why"] = "no property of the failing op's operands points at an earlier line"
+    _to_construction(answer, recording.get("modules") or {})
+    if answer["fix_at"] is None and graph.dropped:
+        answer["why"] = (f"{answer['why']}; the ring dropped the first {graph.dropped} events,"
+                         " so an earlier cause may lie outside it")
+    return answer
+
+
+# ---------------------------------------------------------------- versions (in-place writes)
+
+
+def _version(graph: Graph, failure: dict, message: str) -> dict | None:
+    versions = _VERSION.search(message)
+    if versions is None:
+        return None
+    found, expected = int(versions.group(1)), int(versions.group(2))
+    saved = _SAVED.search(message)
+    shape = [int(d) for d in saved.group(1).split(",") if d.strip()] if saved else None
+    maker = _stem(saved.group(2)) if saved else None
+    candidates = [(event, t, before) for event, t, before in graph.writes()
+                  if event["seq"] < failure["seq"] and before <= expected < t["version"]
+                  and (shape is None or _same_or_transposed(t["shape"], shape))]
+    facts: dict[str, Any] = {"property": "version", "version_expected": expected,
+                             "version_found": found, "saved_shape": shape}
+    if not candidates:
+        return {**facts, "why": "no recorded in-place write or optimizer step moved a tensor of"
+                " that shape past the saved version"}
+    exact = [c for c in candidates if c[2] == expected] or candidates
+    made_by_maker = [c for c in exact if maker and _made_by(graph, c[1], c[0]["seq"], maker)]
+    event, tensor, before = (made_by_maker or exact)[-1]
+    saved_at = graph.users(identity(tensor), expected, event["seq"])
+    step_write = event.get("kind") == "optimizer_step"
+    facts.update(
+        fix_at=site(event),
+        write_kind="optimizer_step" if step_write else "inplace_op",
+        write_op=event.get("op"),
+        written_param=tensor.get("name") if step_write else None,
+        saved_at=site(saved_at[-1]) if saved_at else None,
+        why=(f"{event.get('op')} wrote the tensor of shape {tensor['shape']} from version"
+             f" {before} to {tensor['version']} after it was saved at version {expected}"),
+    )
+    return facts
+
+
+def _same_or_transposed(got: list[int], want: list[int]) -> bool:
+    return got == want or got == list(reversed(want))
+
+
+def _stem(node: str) -> str:
+    """``SigmoidBackward0`` / ``Sigmoid`` → ``sigmoid``: the forward op that saved the tensor."""
+    return re.sub(r"Backward\d*$", "", node).lower()
+
+
+def _made_by(graph: Graph, tensor: dict, before: int, maker: str) -> bool:
+    made = graph.producer(tensor, before)
+    if made is None and tensor.get("base") is not None:
+        made = graph.producer({"id": tensor["base"]}, before)
+    return made is not None and maker in str(made.get("op", "")).lower().replace("_", "")
+
+
+# ---------------------------------------------------------------- devices and dtypes
+
+
+def _device(graph: Graph, failure: dict, message: str) -> dict | None:
+    return _odd_one_out(graph, failure, "device", lambda t: t.get("device"), None)
+
+
+def _dtype(graph: Graph, failure: dict, message: str) -> dict | None:
+    return _odd_one_out(graph, failure, "dtype",
+                        lambda t: t.get("dtype") if t.get("dtype") in _FLOATS else None,
+                        "float32")
+
+
+def _odd_one_out(graph: Graph, failure: dict, prop: str, value_of: Any,
+                 usual: str | None) -> dict | None:
+    """Operands disagree on a property: the odd operand, and the line that gave it its value.
+
+    The odd value is the one that is not ``usual`` (float32, torch's default);
+    without one, the value of the operand that came through the recording (a
+    weight has no producer in it, an activation does).
+    """
+    operands = [t for t in failure.get("inputs") or [] if value_of(t) is not None]
+    values = {value_of(t) for t in operands}
+    if len(values) < 2:
+        return None
+    produced = [t for t in operands if graph.producer(t, failure["seq"]) is not None]
+    if usual in values:
+        odd_value = next(v for v in (value_of(t) for t in operands) if v != usual)
+    else:
+        odd_value = value_of(produced[0]) if produced else value_of(operands[0])
+    odd = next(t for t in operands if value_of(t) == odd_value)
+    chain = graph.walk_back(odd, failure["seq"], lambda t: value_of(t) == odd_value)
+    made = chain[-1] if chain else None
+    described = [{prop: value_of(t), "shape": t["shape"],
+                  "produced_at": site(graph.producer(t, failure["seq"]))} for t in operands]
+    return {
+        "property": prop, "odd_value": odd_value, "operands": described,
+        "fix_at": site(made),
+        "chain": [step(e) for e in reversed(chain)],
+        "why": (f"the operand {odd['shape']} is {odd_value} since {made['op']}"
+                if made else f"the operand {odd['shape']} was {odd_value} before the recording"
+                " saw it"),
+    }
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def _shape(graph: Graph, failure: dict, message: str) -> dict | None:
+    if not _SHAPE_WORDS.search(message):
+        return None
+    operands = failure.get("inputs") or []
+    op_bare = str(failure.get("op", "")).rsplit(".", 1)[-1]
+    if op_bare == "view" and operands and "compatible" in message:
+        return _noncontiguous_view(graph, failure, operands[0])
+    for operand in operands:
+        merged = _batch_merge(graph, failure, operand, operands)
+        if merged is not None:
+            return merged
+    first = operands[0] if operands else None
+    if first is not None and graph.producer(first, failure["seq"]) is not None:
+        return {"property": "shape", "batch_merged": False, "operand_shape": first["shape"],
+                "why": "the operands' leading dimension is the batch the data came with",
+                "operands": [{"shape": t["shape"],
+                              "produced_at": site(graph.producer(t, failure["seq"]))}
+                             for t in operands]}
+    return None
+
+
+def _batch_merge(graph: Graph, failure: dict, operand: dict, operands: list[dict]
+                 ) -> dict | None:
+    """The op that took the batch out of this operand's first dimension, if one did.
+
+    Along the operand's data path, the latest op that changed the leading
+    dimension without adding one (a ``view(1, -1)``, ``Flatten(0)``,
+    ``argmax(dim=0)``; not the collate ``stack`` that made the batch) merged
+    the batch when the leading size it had before is the batch: the size the
+    other operands still lead with, or the size the data path started with.
+    """
+    path = graph.data_path(operand, failure["seq"])
+    if not path or not operand["shape"]:
+        return None
+    others = {t["shape"][0] for t in operands if t is not operand and t["shape"]}
+    if operand["shape"][0] in others:
+        return None
+    started = next((t["shape"][0] for e in reversed(path)
+                    for t in (e.get("inputs") or []) + (e.get("outputs") or [])
+                    if len(t.get("shape") or []) >= 2), None)
+    for event in path:
+        main = graph.main_input(event)
+        out = (event.get("outputs") or [{}])[0].get("shape")
+        if not main or not main.get("shape") or out is None:
+            continue
+        lead_in, lead_out = main["shape"][0], (out[0] if out else None)
+        if lead_in == lead_out or len(out) > len(main["shape"]):
+            continue
+        if lead_in not in others and lead_in != started:
+            return None
+        return {
+            "property": "batch_dimension", "batch_size": lead_in, "batch_merged": True,
+            "operand_shape": operand["shape"], "fix_at": site(event),
+            "merged_by": event.get("op"), "chain": [step(e) for e in reversed(path)],
+            "why": (f"{event.get('op')} turned {main['shape']} into {out}: the batch of"
+                    f" {lead_in} is no longer the first dimension"),
+        }
+    return None
+
+
+def _noncontiguous_view(graph: Graph, failure: dict, operand: dict) -> dict:
+    path = graph.data_path(operand, failure["seq"])
+    reorder = next((e for e in path
+                    if str(e.get("op", "")).rsplit(".", 1)[-1] in _NONCONTIGUOUS), None)
+    return {
+        "property": "contiguity", "operand_shape": operand["shape"],
+        "fix_at": site(failure), "made_noncontiguous_at": site(reorder),
+        "why": (f"view cannot merge the axes {reorder['op']} reordered; reshape (or"
+                " .contiguous() first) can" if reorder else
+                "view cannot merge the axes of a non-contiguous tensor; reshape can"),
+    }
+
+
+# ---------------------------------------------------------------- values (loss contracts)
+
+
+def _value(graph: Graph, failure: dict, message: str) -> dict | None:
+    operands = failure.get("inputs") or []
+    if not operands or not _VALUE_WORDS.search(message):
+        return None
+    lowered = message.lower()
+    names = ("input", "target")
+    blamed = 1 if "target" in lowered and "input" not in lowered.split("target")[0] else 0
+    if blamed >= len(operands):
+        blamed = 0
+    described = []
+    for index, t in enumerate(operands[:2]):
+        described.append({"argument": names[index], "shape": t["shape"], "dtype": t["dtype"],
+                          "stats": t.get("stats") or {},
+                          "produced_at": site(graph.producer(t, failure["seq"]))})
+    offending = described[blamed]
+    return {
+        "property": "value", "offending_argument": offending["argument"],
+        "operands": described, "fix_at": offending["produced_at"],
+        "why": (f"the {offending['argument']} of {failure.get('op')} holds"
+                f" {_range(offending['stats'])}; it was made at the fix site"),
+    }
+
+
+def _range(stats: dict) -> str:
+    if "min" in stats and "max" in stats:
+        return f"values from {stats['min']:.4g} to {stats['max']:.4g}"
+    return "values out of the op's contract"
+
+
+def _to_construction(answer: dict[str, Any], modules: dict[str, Any]) -> None:
+    """A torch module that merged the batch (``nn.Flatten(0)``) did only what its
+    arguments say: the fix is where it was built; the line that called it is
+    ``called_at``."""
+    fix = answer.get("fix_at")
+    if answer.get("property") != "batch_dimension":
+        return  # values, dtypes and devices come from what flowed in, not from arguments
+    known = modules.get(fix.get("module")) if fix else None
+    if not known or not known.get("torch_builtin") or not (known.get("built_at") or {}).get(
+            "file"):
+        return
+    built = site({**known["built_at"], "module_label": fix["module"]})
+    if built is not None and (built["file"], built["line"]) != (fix["file"], fix["line"]):
+        answer["called_at"] = fix
+        answer["fix_at"] = built
