@@ -56,6 +56,8 @@ class TorchDoctorApp(App[int]):
         Binding("left_square_bracket", "move(-1)", "Up", id="hyp.up", show=False),
         Binding("right_square_bracket", "move(1)", "Down", id="hyp.down", show=False),
         Binding("f", "apply_demo_fix", "Apply fix", id="demo.fix"),
+        Binding("v", "verify_patch", "Verify patch", id="fix.verify"),
+        Binding("w", "write_patch", "Write patch", id="fix.write"),
         Binding("d", "diagnose_new_error", "New session", id="repro.new"),
         Binding("b", "bisect", "Bisect", id="view.bisect"),
         Binding("k", "checkup", "Checkup", id="test.checkup", show=False),
@@ -79,6 +81,7 @@ class TorchDoctorApp(App[int]):
         self.patients = WatchedPatients(client_factory)
         self.doctor = Investigation(session, target, self.patients, kb_dirs)
         self.checkup: Any = None  # the SymptomCheckup running or last run
+        self.patch: Any = None  # phase five's PatchStep, made when the Fix phase shows
         self._cancelling = False
         self._progress = (0, 0, "")
         self.demo = demo
@@ -168,9 +171,11 @@ class TorchDoctorApp(App[int]):
         self.main_screen.query_one(Stepper).show(state.phase, views.done_phases(state))
         self.main_screen.query_one("#purpose", Label).update(
             f"{PHASE_TITLES[state.phase]}: {PHASE_PURPOSE[state.phase]}")
+        patch = self._patch_step() if state.phase == "fix" else None
         self.main_screen.query_one("#next", Label).update(
-            "→ " + views.needs_next(state, state.phase, self.doctor.target is not None,
-                                    self.report_note, self._checkup_tests()))
+            "→ " + (views.patch_next(patch) if patch is not None and patch.can_verify else
+                    views.needs_next(state, state.phase, self.doctor.target is not None,
+                                     self.report_note, self._checkup_tests())))
         self.main_screen.query_one(ContentSwitcher).current = state.phase
         target = self.doctor.target.label if self.doctor.target else None
         self.main_screen.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
@@ -178,7 +183,10 @@ class TorchDoctorApp(App[int]):
         self._fill_tables()
         self.main_screen.query_one("#fix-view", Static).update(views.fix_view(
             state, self._fix_hypothesis(), self._demo_fix(), self.demo_fixed,
-            self.verify_detail, views.verify_plan(self.doctor.target)))
+            self.verify_detail,
+            (patch.ran() if patch is not None and patch.attempts else "")
+            or views.verify_plan(self.doctor.target),
+            views.patch_view(patch) if patch is not None else None))
         self.refresh_bindings()
 
     def _fill_tables(self) -> None:
@@ -237,6 +245,21 @@ class TorchDoctorApp(App[int]):
         hyps = self.session.state.hypotheses.values()
         return next((h for h in hyps if h.state == "confirmed"), None)
 
+    def _patch_step(self) -> Any:
+        """Phase five's patch for the confirmed cause, proposed once the cause and target are known."""
+        if self._fix_hypothesis() is None or self.doctor.target is None:
+            return None
+        if self.patch is None:
+            from torchdoctor.tui.patch_step import PatchStep
+
+            self.patch = PatchStep(self.session, self.doctor.knowledge())
+        try:
+            self.patch.prepare(self.doctor.target)
+        except (OSError, ValueError) as problem:
+            self.notify(f"No patch: {problem}", severity="warning")
+            return None
+        return self.patch
+
     def _demo_fix(self) -> tuple[str, str] | None:
         if self.demo is None:
             return None
@@ -273,6 +296,11 @@ class TorchDoctorApp(App[int]):
             return phase == "hypothesize"
         if action == "apply_demo_fix":
             return self.demo is not None and phase == "fix"
+        if action == "verify_patch":
+            return phase == "fix" and self.patch is not None and self.patch.can_verify
+        if action == "write_patch":
+            return (phase == "fix" and self.patch is not None
+                    and self.patch.verified is not None and self.patch.written is None)
         if action == "cancel":
             return self.busy is not None
         if action == "run_step":
@@ -407,6 +435,34 @@ class TorchDoctorApp(App[int]):
         """In the worker: the checkup ``action_checkup`` set up, reporting each check."""
         return self.checkup.run(lambda *p: self.call_from_thread(self._show_progress, *p))
 
+    def _verify_patch(self) -> dict:
+        """In the worker: the patch tried on a copy, reporting each run."""
+        return self.patch.verify(lambda line: self.call_from_thread(self._patch_progress, line))
+
+    def _patch_progress(self, line: str) -> None:
+        """From the worker: which run of the verification is going on."""
+        self.busy = line
+        self._tick()
+
+    def action_verify_patch(self) -> None:
+        self.run_step("patch", "verifying the patch on a scratch copy")
+
+    def action_write_patch(self) -> None:
+        chosen = self.patch.verified
+
+        def answered(text: str | None) -> None:
+            if (text or "").strip().lower() not in ("y", "yes"):
+                self.notify("Nothing written.")
+                return
+            try:
+                self.notify(self.patch.write(), timeout=10)
+            except (OSError, ValueError) as problem:
+                self.push_screen(ErrorPanel("Could not write the patch", str(problem)))
+            self.refresh_all()
+
+        self.push_screen(Ask(f"Write the verified patch to {chosen.patch.file}? (a backup is "
+                             "kept beside it) y/n", "y"), answered)
+
     def _show_progress(self, done: int, planned: int, now: str) -> None:
         """From the checkup's worker thread: how far it got."""
         self._progress = (done, planned, now)
@@ -423,7 +479,7 @@ class TorchDoctorApp(App[int]):
         method = {"reproduce": self.doctor.reproduce, "gather": self.doctor.gather,
                   "test": self.doctor.test, "fix": self.doctor.verify,
                   "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text,
-                  "checkup": self._run_checkup}[step]
+                  "checkup": self._run_checkup, "patch": self._verify_patch}[step]
         stopped = StepFailed(step, "Cancelled: the patient running it was stopped. Press r to"
                              " run it again.", True)
         try:
@@ -468,7 +524,7 @@ class TorchDoctorApp(App[int]):
             found = len(result["confirmed"])
             self.notify(f"{result['checks']} checks, {result['failed']} failed; "
                         + (f"{found} confirmed, listed first" if found else "no cause confirmed"))
-        elif message.step == "fix":
+        elif message.step in ("fix", "patch"):
             self.verify_detail = result["detail"]
             self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
                         severity="information" if result["passed"] else "warning")
@@ -508,6 +564,8 @@ class TorchDoctorApp(App[int]):
             self.doctor.cancel()
             if self.checkup is not None:
                 self.checkup.cancel()
+            if self.patch is not None:
+                self.patch.cancel()
             self.main_screen.query_one("#busy-label", Label).update("stopping …")
 
     # -- hypotheses -------------------------------------------------------------------------
@@ -675,9 +733,10 @@ class TorchDoctorApp(App[int]):
 
 _PHASE_SCREEN_ACTIONS = {"next_phase", "previous_phase", "run_step", "add_hypothesis", "reject",
                          "confirm", "move", "apply_demo_fix", "goto", "intake", "bisect",
-                         "checkup", "diagnose_new_error"}
+                         "checkup", "diagnose_new_error", "verify_patch", "write_patch"}
 _WAIT_FOR_STEP = {"run_step", "add_hypothesis", "reject", "confirm", "move", "bisect",
-                  "checkup", "apply_demo_fix", "diagnose_new_error"}
+                  "checkup", "apply_demo_fix", "diagnose_new_error", "verify_patch",
+                  "write_patch"}
 OUTPUT_LINES = 6
 
 

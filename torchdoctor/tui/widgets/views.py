@@ -265,8 +265,39 @@ def result_view(hyp: Hypothesis | None) -> RenderableType:
     return Panel(Group(*lines), title="result", title_align="left")
 
 
+def patch_view(step: Any) -> RenderableType | None:
+    """The diff of the user's own file for the confirmed cause, and what v and w do with it."""
+    from rich.syntax import Syntax
+
+    patch = step.first
+    if patch is None:
+        reasons = [p.reason for p in step.proposals or () if p.reason]
+        return Text("no patch: " + (reasons[0] if reasons else "nothing to rewrite"),
+                    style="dim") if reasons else None
+    verified = step.verified
+    if step.written is not None:
+        title = "written to your file (the original kept as .orig)"
+    elif verified is not None:
+        title = "verified on a copy"
+    else:
+        title = "the patch, not yet verified"
+    body = Group(Text(patch.what, style="bold"),
+                 Syntax(patch.diff.rstrip(), "diff", word_wrap=True))
+    return Panel(body, title=title, title_align="left")
+
+
+def patch_next(step: Any) -> str:
+    """The next-step line while phase five has a patch of the user's code."""
+    if step.written is not None:
+        return "The patch is in your file. Run your training; e exports the report."
+    if step.verified is not None:
+        return "Verified on a copy. w writes it to your file (a backup is kept); e exports."
+    return step.describe() + ". Your files stay as they are."
+
+
 def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, str] | None,
-             demo_applied: bool, verify_detail: str = "", plan: str = "") -> RenderableType:
+             demo_applied: bool, verify_detail: str = "", plan: str = "",
+             patch: RenderableType | None = None) -> RenderableType:
     parts: list[RenderableType] = []
     if hyp is None:
         parts.append(Text("No hypothesis confirmed yet: the fix follows from the cause. Test "
@@ -286,7 +317,10 @@ def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, s
         fix: dict[str, Any] = hyp.fix or {}
         if fix.get("summary"):
             parts.append(Text.assemble(("fix: ", "bold"), fix["summary"]))
-        parts.extend(_before_after(fix.get("before"), fix.get("after"), "the pattern"))
+        if patch is not None:
+            parts.append(patch)  # their own lines, not the knowledge base's pattern
+        else:
+            parts.extend(_before_after(fix.get("before"), fix.get("after"), "the pattern"))
     if demo_fix is not None:
         before, after = demo_fix
         status = "applied to the copy" if demo_applied else "press f to apply it to the copy"
