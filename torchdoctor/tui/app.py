@@ -21,10 +21,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
+from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
 from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES, Session
 from torchdoctor.tui.checkup_step import SymptomCheckup
 from torchdoctor.tui.commands import DoctorCommands
-from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
 from torchdoctor.tui.live_output import WatchedPatients
 from torchdoctor.tui.messages import StepFailed, StepFinished
 from torchdoctor.tui.screens.modals import Ask, ErrorPanel
