@@ -182,3 +182,16 @@ def test_an_error_from_another_library_is_named_with_its_frame():
     out = text_of(torchdoctor("diagnose", "-", stdin=paste))
     assert "Not a torch error: a file or folder path that does not exist" in out
     assert "raised at /home/me/data.py:22 in __getitem__" in out
+
+
+def test_the_test_it_hint_names_the_script_the_traceback_ran():
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/gan/train_gan.py", line 88, in <module>\n    main()\n'
+        '  File "/home/me/gan/models.py", line 30, in forward\n    x = self.fc(x)\n'
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x57600 and 9216x128)\n")
+    hints = [line for line in text_of(torchdoctor("diagnose", "-", stdin=paste.encode()))
+             .splitlines() if "test it:" in line]
+    assert hints and all("torchdoctor run train_gan.py" in line for line in hints
+                         if "torchdoctor run" in line)
+    assert not any("train.py" in line for line in hints)

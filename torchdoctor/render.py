@@ -80,15 +80,15 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return f"{text[:keep]} … {text[-keep:]}"
 
 
-def probe_command(probe: str) -> str:
-    """How a person runs one probe from the shell."""
+def probe_command(probe: str, script: str = "train.py") -> str:
+    """How a person runs one probe from the shell, on the script the traceback names."""
     if probe in _checkup_probes():
         return check_command([probe])
     spec = PROBES.get(probe)
     needs = spec.needs if spec else "target"
     if needs == "nothing":
         return f"torchdoctor check {HARNESS} --only {probe}"
-    return f"torchdoctor run train.py --only {probe}   (or: check {HARNESS} --only {probe})"
+    return f"torchdoctor run {script} --only {probe}   (or: check {HARNESS} --only {probe})"
 
 
 def check_command(probes: list[str]) -> str:
@@ -147,10 +147,20 @@ def render_diagnosis(diagnosis: Diagnosis, console: Console, top: int = 3) -> No
                else "What it may be (a guess: no match is certain enough to say \"probably\")")
     heading += f" (best {len(matches)} of {len(diagnosis.matches)})" if more else ""
     console.print(f"[bold]{heading}[/bold]")
+    script = traceback_script(diagnosis)
     for rank, match in enumerate(matches, start=1):
-        render_match(match, console, rank, detailed=rank == 1)
+        render_match(match, console, rank, detailed=rank == 1, script=script)
     if diagnosis.error is None:
         render_checks(suggested_checks(matches), console)
+
+
+def traceback_script(diagnosis: Diagnosis) -> str:
+    """The script the traceback ran (its outermost frame in the person's code), or train.py."""
+    error = diagnosis.error
+    frames = [f for f in (getattr(error, "frames", None) or []) if getattr(f, "is_user", False)]
+    if frames and str(frames[0].file).endswith(".py"):
+        return str(frames[0].file).replace("\\", "/").rsplit("/", 1)[-1]
+    return "train.py"
 
 
 def render_raised_by(diagnosis: Diagnosis, console: Console) -> None:
@@ -246,7 +256,8 @@ def _extras_notes(extras: dict) -> list[str]:
     return notes
 
 
-def render_match(match: Match, console: Console, rank: int, detailed: bool) -> None:
+def render_match(match: Match, console: Console, rank: int, detailed: bool,
+                 script: str = "train.py") -> None:
     from rich.markup import escape
 
     entry = match.entry
@@ -258,13 +269,14 @@ def render_match(match: Match, console: Console, rank: int, detailed: bool) -> N
         _indented(console, 3, f"• {escape(fact)}")
     hypotheses = match.hypotheses if detailed else match.hypotheses[:2]
     for number, hypothesis in enumerate(hypotheses, start=1):
-        _render_hypothesis(hypothesis, console, number, detailed)
+        _render_hypothesis(hypothesis, console, number, detailed, script)
     hidden = len(match.hypotheses) - len(hypotheses)
     if hidden:
         _indented(console, 3, f"[dim]… {hidden} more hypotheses (--json shows them all)[/dim]")
 
 
-def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed: bool) -> None:
+def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed: bool,
+                       script: str = "train.py") -> None:
     from rich.markup import escape
 
     _indented(console, 3, f"[bold]H{number}[/bold] {escape(hypothesis['statement'])}")
@@ -272,7 +284,7 @@ def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed
         _indented(console, 6, f"predicts: {escape(hypothesis['predicts'])}")
     probe = hypothesis.get("probe")
     if probe:
-        _indented(console, 6, f"test it: {escape(probe_command(probe['name']))}")
+        _indented(console, 6, f"test it: {escape(probe_command(probe['name'], script))}")
     fix = hypothesis.get("fix")
     if not fix:
         return
