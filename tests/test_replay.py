@@ -175,7 +175,17 @@ def test_state_dict_diff_explains_a_head_of_1000_classes_loaded_into_7():
     assert "1000 classes" in facts["size_mismatches"][0]["meaning"]
     assert judged("state_dict.size_mismatch", "different_num_classes", answer) == "confirmed"
     assert judged("state_dict.size_mismatch", "different_config", answer) == "rejected"
-    assert answer["fix_at"]["line"] == marked("state_dict_head", "RAISES")
+    # The head's size was set where the model was built; the load only found it out.
+    assert answer["raised_at"]["line"] == marked("state_dict_head", "RAISES")
+    assert answer["fix_at"]["line"] == marked("state_dict_head", "FIX")
+
+
+def test_a_head_of_another_size_is_fixed_where_the_model_was_built_not_where_loaded():
+    answer = run_probe("state_dict_diff", crashed("state_dict_head_helper"), {})
+    assert answer["facts"]["head_mismatch"]["model_classes"] == 40
+    assert judged("state_dict.size_mismatch", "different_num_classes", answer) == "confirmed"
+    assert answer["raised_at"]["line"] == marked("state_dict_head_helper", "RAISES")
+    assert answer["fix_at"]["line"] == marked("state_dict_head_helper", "FIX")
 
 
 def test_state_dict_diff_finds_the_wrapper_prefix_and_groups_keys_by_layer():
