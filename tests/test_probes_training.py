@@ -219,3 +219,14 @@ def test_loss_at_init_warns_on_confident_wrong_predictions():
     result = run_probe("loss_at_init", ctx, {})
     assert result["status"] == "warn"
     assert result["facts"]["ratio"] > 2.5
+
+
+def test_a_loss_at_init_far_above_chance_is_no_evidence_against_the_labels():
+    from torchdoctor.criteria import verdict
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("loud_logits_at_init", "loss_at_init")
+    assert result["status"] == "warn" and result["facts"]["ratio"] > 2.5
+    entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
+    labels = next(h for h in entry.hypotheses if h.id == "labels_inputs_mismatched")
+    assert verdict(labels, result, {}) == "inconclusive"
