@@ -230,3 +230,15 @@ def test_a_loss_at_init_far_above_chance_is_no_evidence_against_the_labels():
     entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
     labels = next(h for h in entry.hypotheses if h.id == "labels_inputs_mismatched")
     assert verdict(labels, result, {}) == "inconclusive"
+
+
+def test_the_census_reads_the_class_count_off_the_logits_not_the_last_linear():
+    from torchdoctor.criteria import verdict
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("similarity_logits", "census")
+    assert result["facts"]["classes_out"] == 32
+    assert result["facts"]["label_out_of_range"] is False
+    entry = load_knowledge(include_user=False).by_id["training.head_width_mismatch"]
+    zero_based = next(h for h in entry.hypotheses if h.id == "labels_not_zero_based")
+    assert verdict(zero_based, result, {}) != "confirmed"
