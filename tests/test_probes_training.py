@@ -242,3 +242,14 @@ def test_the_census_reads_the_class_count_off_the_logits_not_the_last_linear():
     entry = load_knowledge(include_user=False).by_id["training.head_width_mismatch"]
     zero_based = next(h for h in entry.hypotheses if h.id == "labels_not_zero_based")
     assert verdict(zero_based, result, {}) != "confirmed"
+
+
+def test_a_running_total_kept_as_a_tensor_is_a_holder_of_every_steps_graph():
+    ctx = load("running_total_leak")
+    result = run_probe("memory_growth", ctx, {"steps": 10})
+    assert result["status"] == "fail"
+    holder = result["facts"]["holders"][0]
+    assert holder["name"] == "total" and holder["graph_nodes_added"] >= 10
+    assert_points_at_bug(result, "running_total_leak")
+    cell = dict(zip(ctx.train_step.__code__.co_freevars, ctx.train_step.__closure__))["total"]
+    assert cell.cell_contents == 0.0, "the probe undoes what its own steps accumulated"
