@@ -340,3 +340,19 @@ def test_a_checkpoint_saved_from_the_wrapper_is_fixed_where_the_run_saved_it():
     assert answer["facts"]["prefix_in_checkpoint"] == "module."
     assert answer["raised_at"]["line"] == marked("state_dict_saved_wrapped", "RAISES")
     assert answer["fix_at"]["line"] == marked("state_dict_saved_wrapped", "FIX")
+
+
+def test_a_loss_rebuilt_from_argmax_is_traced_back_to_the_cut_in_the_graph():
+    answer = run_probe("provenance", crashed("argmax_cut"), {})
+    check_contract("provenance", answer)
+    assert answer["facts"]["property"] == "graph_cut"
+    assert answer["facts"]["cut_by"].endswith("argmax")
+    assert answer["raised_at"]["line"] == marked("argmax_cut", "RAISES")
+    assert answer["fix_at"]["line"] == marked("argmax_cut", "FIX")
+    assert judged("autograd.no_grad_fn", "graph_broken", answer) == "confirmed"
+
+
+def test_a_loss_computed_under_no_grad_is_no_cut_on_its_data_path():
+    answer = run_probe("provenance", crashed("under_no_grad"), {})
+    assert answer["facts"]["property"] != "graph_cut"
+    assert judged("autograd.no_grad_fn", "graph_broken", answer) != "confirmed"
