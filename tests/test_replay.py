@@ -356,3 +356,12 @@ def test_a_loss_computed_under_no_grad_is_no_cut_on_its_data_path():
     answer = run_probe("provenance", crashed("under_no_grad"), {})
     assert answer["facts"]["property"] != "graph_cut"
     assert judged("autograd.no_grad_fn", "graph_broken", answer) != "confirmed"
+
+
+def test_integer_labels_into_bce_are_read_at_the_loss_call_and_traced_to_where_made():
+    answer = run_probe("loss_inputs", crashed("bce_integer_labels"), {})
+    check_contract("loss_inputs", answer)
+    assert answer["status"] == "fail" and answer["facts"]["target_dtype"] == "int64"
+    assert judged("dtype.bce_integer_target", "integer_labels", answer) == "confirmed"
+    assert answer["raised_at"]["line"] == marked("bce_integer_labels", "RAISES")
+    assert answer["fix_at"]["line"] == marked("bce_integer_labels", "FIX")

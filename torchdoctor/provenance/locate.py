@@ -25,6 +25,8 @@ _VALUE_WORDS = re.compile(r"between|out of bounds|out of range|index|elements of
 _NONCONTIGUOUS = ("permute", "transpose", "t", "mT", "T", "swapaxes", "swapdims", "movedim",
                   "expand", "narrow", "unfold")
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
+_DTYPE_WORDS = re.compile(r"dtype|scalar type|expected (?:scalar type )?(?:Float|Double|Long)"
+                          r"|Found dtype", re.IGNORECASE)
 _DETACHING = ("detach", "detach_")
 _REBUILDING = ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor")
 
@@ -161,9 +163,14 @@ def _device(graph: Graph, failure: dict, message: str) -> dict | None:
 
 
 def _dtype(graph: Graph, failure: dict, message: str) -> dict | None:
-    return _odd_one_out(graph, failure, "dtype",
-                        lambda t: t.get("dtype") if t.get("dtype") in _FLOATS else None,
-                        "float32")
+    floats = _odd_one_out(graph, failure, "dtype",
+                          lambda t: t.get("dtype") if t.get("dtype") in _FLOATS else None,
+                          "float32")
+    if floats is not None or not _DTYPE_WORDS.search(message):
+        return floats
+    # An op that wants one dtype for all its operands (a float loss given integer labels):
+    # the integer operand is the odd one, made where it became integer.
+    return _odd_one_out(graph, failure, "dtype", lambda t: t.get("dtype"), "float32")
 
 
 def _odd_one_out(graph: Graph, failure: dict, prop: str, value_of: Any,

@@ -140,6 +140,9 @@ def _broken_contract(facts: dict[str, Any]) -> list[str]:
             facts["target_in_unit_range"] is False):
         problems.append(f"the target runs from {facts['target_min']} to {facts['target_max']},"
                         " outside 0..1")
+    if loss in _SAME_SHAPE_LOSSES and facts["target_integer"]:
+        problems.append(f"{loss} computes with float targets, and the target is"
+                        f" {facts['target_dtype']}")
     if loss in _SAME_SHAPE_LOSSES and not facts["shapes_match"]:
         problems.append(f"input {facts['input_shape']} and target {facts['target_shape']}"
                         " differ in shape")
