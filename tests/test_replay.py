@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from torchdoctor.criteria import verdict
+from torchdoctor.investigation.verdicts import judge
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.patient import targets
 from torchdoctor.patient.context import ProbeContext
@@ -56,6 +57,11 @@ def hypothesis(entry_id: str, hyp_id: str) -> dict:
 
 def judged(entry_id: str, hyp_id: str, answer: dict) -> str:
     return verdict(hypothesis(entry_id, hyp_id), answer, {})
+
+
+def engine_verdict(entry_id: str, hyp_id: str, answer: dict) -> str:
+    """The verdict the investigation draws, which also weighs the probe's status."""
+    return judge(hypothesis(entry_id, hyp_id), answer, {}).verdict
 
 
 def check_contract(name: str, answer: dict) -> None:
@@ -349,7 +355,7 @@ def test_a_loss_rebuilt_from_argmax_is_traced_back_to_the_cut_in_the_graph():
     assert answer["facts"]["cut_by"].endswith("argmax")
     assert answer["raised_at"]["line"] == marked("argmax_cut", "RAISES")
     assert answer["fix_at"]["line"] == marked("argmax_cut", "FIX")
-    assert judged("autograd.no_grad_fn", "graph_broken", answer) == "confirmed"
+    assert engine_verdict("autograd.no_grad_fn", "graph_broken", answer) == "confirmed"
 
 
 def test_a_loss_computed_under_no_grad_is_no_cut_on_its_data_path():
@@ -362,6 +368,15 @@ def test_integer_labels_into_bce_are_read_at_the_loss_call_and_traced_to_where_m
     answer = run_probe("loss_inputs", crashed("bce_integer_labels"), {})
     check_contract("loss_inputs", answer)
     assert answer["status"] == "fail" and answer["facts"]["target_dtype"] == "int64"
-    assert judged("dtype.bce_integer_target", "integer_labels", answer) == "confirmed"
+    assert engine_verdict("dtype.bce_integer_target", "integer_labels", answer) == "confirmed"
     assert answer["raised_at"]["line"] == marked("bce_integer_labels", "RAISES")
     assert answer["fix_at"]["line"] == marked("bce_integer_labels", "FIX")
+
+
+def test_labels_with_a_trailing_dimension_are_read_at_the_loss_call():
+    answer = run_probe("loss_inputs", crashed("labels_trailing_dim"), {})
+    assert answer["facts"]["target_shape"] == [6, 1]
+    assert engine_verdict("shape.multi_target", "trailing_dim", answer) == "confirmed"
+    assert judged("shape.multi_target", "one_hot_integer", answer) == "inconclusive"
+    assert answer["raised_at"]["line"] == marked("labels_trailing_dim", "RAISES")
+    assert answer["fix_at"]["line"] == marked("labels_trailing_dim", "FIX")

@@ -150,6 +150,11 @@ def _broken_contract(facts: dict[str, Any]) -> list[str]:
             facts["target_in_class_range"] is False):
         problems.append(f"class targets run from {facts['target_min']} to"
                         f" {facts['target_max']} for {facts['classes']} classes")
+    batch_shape = facts["input_shape"][:1] + facts["input_shape"][2:]
+    if loss in _CLASS_INDEX_LOSSES and facts["target_integer"] and len(
+            facts["input_shape"]) >= 2 and facts["target_shape"] != batch_shape:
+        problems.append(f"class indices {facts['target_shape']} for scores"
+                        f" {facts['input_shape']}: the target must be {batch_shape}")
     if loss in _CLASS_INDEX_LOSSES and not facts["target_integer"] and not facts[
             "shapes_match"]:
         problems.append(f"float targets {facts['target_shape']} for class scores"
