@@ -44,14 +44,17 @@ def test_missing_step_fails_with_exit_status_one():
     assert "missing_step.py:11" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_hanging_check_is_reported_and_the_checkup_goes_on():
+    # --timeout bounds loading the harness too: long enough for a loaded machine to load
+    # it, far shorter than the dataset's 120 s stall.
     done = check(f"{ZOO}/hanging_dataset.py:harness", "--only", "dataloader,weights_update",
-                 "--timeout", "4", "--json")
+                 "--timeout", "20", "--json")
     findings = {f["probe"]: f for f in json.loads(done.stdout)["findings"]}
     assert findings["dataloader"]["status"] == "error"
     assert "timed out" in findings["dataloader"]["summary"]
     assert findings["weights_update"]["status"] == "pass"
-    assert done.returncode == 0
+    assert done.returncode == 3  # a check that could not run: the checkup did not pass
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -81,13 +81,13 @@ def test_inplace_true_becomes_false():
 
 
 def test_linear_gets_the_features_that_arrive_where_the_number_is_written():
-    removed, added = changed("linear_in_features", {"wrong": "in_features", "right": "features"},
+    _removed, added = changed("linear_in_features", {"wrong": "in_features", "right": "features"},
                              line_of("self.fc(h)"), {"in_features": "9216", "features": "57600"})
     assert added == ["self.fc = nn.Linear(57600, 10)  # sized for 14x14 inputs"]
 
 
 def test_lazy_linear_drops_in_features():
-    removed, added = changed("lazy_linear", {"wrong": 9216}, None)
+    _removed, added = changed("lazy_linear", {"wrong": 9216}, None)
     assert added == ["self.fc = nn.LazyLinear(10)  # sized for 14x14 inputs"]
 
 
@@ -212,7 +212,7 @@ def test_validating_rewrites_does_not_import_libcst():
     code = ("import sys; from torchdoctor.knowledge import load_knowledge; "
             "load_knowledge(use_cache=False); print('libcst' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
     assert done.stdout.strip() == "False", done.stderr
 
 

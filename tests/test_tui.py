@@ -19,7 +19,7 @@ import pytest
 from torchdoctor import demo
 from torchdoctor.journal import read_events
 from torchdoctor.session import Session
-from torchdoctor.tui import build_app, run_outcome_session
+from torchdoctor.tui import build_app
 from torchdoctor.tui.app import TorchDoctorApp
 from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
@@ -361,17 +361,18 @@ async def test_the_command_palette_reaches_the_actions_by_name(tmp_path):
         assert app.phase == "test"
 
 
-def test_a_run_outcome_opens_with_its_failure_counted_as_reproduced():
+def test_a_resumed_cli_run_shows_its_captured_failure_as_reproduced(tmp_path):
     from torchdoctor.knowledge import load_knowledge
     from torchdoctor.match import diagnose
+    from torchdoctor.recording import record_run
 
     diagnosis = diagnose(EMBEDDING_TRACEBACK, load_knowledge()).to_dict()
-    session = run_outcome_session({"target": "embed.py", "argv": [],
-                                   "error": diagnosis["error"], "matches": diagnosis["matches"],
-                                   "findings": []})
+    recorded = record_run({"target": "embed.py", "argv": [], "exited": "raised",
+                           "error": diagnosis["error"], "matches": diagnosis["matches"],
+                           "findings": []}, root=tmp_path)
+    session, _ = Session.resume(recorded.journal.directory)
     session.close()
-    assert session.state.phase == "gather"
-    assert "reproduce" in session.state.completed and session.state.reproductions
+    assert "reproduce" in views.done_phases(session.state)
 
 
 def test_a_silent_symptom_reproduces_when_its_harness_runs_clean(tmp_path):
@@ -486,3 +487,274 @@ def test_verify_tells_the_same_failure_from_a_new_one(tmp_path):
     other = app.doctor.verify()
     assert other["detail"].startswith("the rerun fails with a different error: IndexError")
     assert "IndexError instead of RuntimeError" in other["detail"]
+
+
+# -- the walk holds together: one session, phases on evidence, a footer that fits ----------
+
+
+@synchronously
+async def test_verifying_a_confirmed_cause_records_its_fix_for_the_report(tmp_path):
+    from torchdoctor.report import build_report, render_markdown
+
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4", "y", "5")
+        shown = plain(app.query_one("#fix-view").content)
+        assert "r will rerun train.py with seed 0 in a fresh process" in shown
+        await pilot.press("r")  # the fake patient still raises: not verified, fix recorded
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        shown = plain(app.query_one("#fix-view").content)
+        await pilot.press("e")
+        await pilot.pause()
+    assert "✗ not yet" in shown and "it ran: rerun train.py" in shown
+    hypothesis = next(iter(app.session.state.hypotheses.values()))
+    assert app.session.state.fix["hypothesis"] == hypothesis.key
+    report = render_markdown(build_report(app.session.journal.directory))
+    assert "No fix was recorded" not in report
+    assert hypothesis.fix["summary"] in report and "Verification: failed." in report
+
+
+@synchronously
+async def test_a_phase_ticks_only_on_its_own_evidence(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")  # walked past Reproduce and Test without doing either
+        done = views.done_phases(app.session.state)
+        assert "reproduce" not in done and "test" not in done and "fix" not in done
+        await pilot.press("4", "y")
+        assert "test" in views.done_phases(app.session.state)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@synchronously
+async def test_the_footer_shows_this_phases_keys_whole(tmp_path, size):
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(tmp_path, fake_factory(hang=threading.Event()))
+    async with app.run_test(size=size) as pilot:
+        for phase in ("1", "2", "3", "5", "4"):
+            await pilot.press(phase)
+            await pilot.pause()
+            keys = [k for k in app.screen.query(FooterKey) if k.display]
+            shown = {k.key for k in keys}
+            for key in keys:  # every key's label whole, none squeezed or cut
+                needed = len(key.key_display) + 1 + len(key.description) if key.description \
+                    else len(key.key_display)
+                assert key.region.width >= needed, (app.phase, key.key, key.region)
+                assert key.region.right <= size[0]
+            assert {"n", "q"} <= shown
+            if app.phase == "test":
+                assert {"r", "y", "x", "b", "l", "e"} <= shown
+            if app.phase == "hypothesize":
+                assert "a" in shown
+        await pilot.press("r")  # while a probe runs: cancel is on show, acting on it is not
+        await pilot.pause()
+        shown = {k.key for k in app.screen.query(FooterKey) if k.display}
+        assert "escape" in shown and "r" not in shown and "y" not in shown
+        label = str(app.query_one("#busy-label").render())
+        assert "esc cancels" in label and " s " in label
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+
+
+@synchronously
+async def test_the_add_hypothesis_dialog_says_how_to_submit(tmp_path):
+    app = make_app(tmp_path, fake_factory())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3", "a")
+        assert isinstance(app.screen, Ask)
+        assert "enter submits" in str(app.screen.query_one(".modal-hint").render())
+
+
+@synchronously
+async def test_without_a_live_model_gather_does_not_claim_a_census(tmp_path):
+    app = make_app(tmp_path, fake_factory(hang=threading.Event()), target=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2", "r")
+        await pilot.pause()
+        label = str(app.query_one("#busy-label").render())
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+    assert "reading the environment" in label and "census" not in label
+
+
+@synchronously
+async def test_the_command_palette_offers_the_checkup(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p", *"check")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, Ask)  # the checkup needs a harness first
+        assert "The checkup trains your model" in str(app.screen.query_one(".modal-title")
+                                                      .render())
+
+
+def test_the_verification_says_what_it_runs_for_each_kind_of_target():
+    script = views.verify_plan(Target(script="/w/train.py", argv=["--lr", "1"]))
+    harness = views.verify_plan(Target(harness="/w/model.py:make"))
+    both = views.verify_plan(Target(script="/w/train.py", harness="/w/train.py:make"))
+    assert script.startswith("rerun train.py --lr 1 with seed 0") and "overfit" not in script
+    assert harness.startswith("run one training step of model.py:make")
+    assert "overfit one batch" in harness and "overfit one batch" in both
+    assert "rerun train.py" in both
+
+
+def test_the_exported_report_reads_right_for_a_symptom_a_paste_and_a_cpu_build(tmp_path):
+    from torchdoctor.report import build_report, render_markdown
+
+    symptom = Session.start(tmp_path, kind="app")
+    symptom.record_input("loss stays at 2.30 with 10 classes", "symptom")
+    symptom.record_diagnosis({"error": {"type": None, "message": "loss stays at 2.30 with 10"
+                                        " classes"}, "matches": []})
+    symptom.record_probe({"probe": "env", "status": "pass", "summary": "torch 2 on cpu",
+                          "hypothesis": None, "verdict": None, "location": None,
+                          "facts": {"torch": "2.13.0+cpu", "cuda": None, "cudnn": None,
+                                    "cuda_available": False, "devices": []}})
+    symptom.record_repro(verified=True, level="module", what="Linear", lines=8, seconds=1.0,
+                         path=str(tmp_path / "repro.py"), command="python repro.py",
+                         error={"type": "RuntimeError", "message": "m"})
+    symptom.close()
+    text = render_markdown(build_report(symptom.journal.directory))
+    assert "None:" not in text and "raised `None" not in text
+    assert "The symptom described: “loss stays at 2.30 with 10 classes”" in text
+    assert "app on a described symptom" in text
+    assert "started an app session" in text and "An 8-line repro" in text
+    assert "| CUDA | no CUDA build |" in text and "| cuDNN | not available |" in text
+    assert "| CUDA available | no |" in text
+
+    paste = Session.start(tmp_path, kind="app")
+    paste.record_input(TRACEBACK, "paste")
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose
+
+    paste.record_diagnosis(diagnose(TRACEBACK, load_knowledge()).to_dict())
+    paste.close()
+    text = render_markdown(build_report(paste.journal.directory))
+    assert "app on a pasted error" in text and "on `-`" not in text
+
+
+SLOW_CRASH = """\
+import sys
+import time
+
+for n in range(1, 5):
+    print(f"line {n}", flush=False)
+    time.sleep(0.7)
+print("about to fail", file=sys.stderr)
+raise ValueError("the end of the slow script")
+"""
+
+
+@pytest.mark.slow
+@synchronously
+async def test_a_running_script_shows_its_output_live_and_the_journal_keeps_its_tail(tmp_path,
+                                                                                      monkeypatch):
+    monkeypatch.setenv("TORCHDOCTOR_SESSIONS", str(tmp_path / "sessions"))
+    script = tmp_path / "slow_crash.py"
+    script.write_text(SLOW_CRASH)
+    app = build_app(script=str(script), kind="run", autostart=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        seen = ""
+        for _ in range(60):  # while it runs, what it printed so far is on screen
+            await pilot.pause(0.25)
+            seen = str(app.query_one("#live-output").render())
+            if "line 2" in seen:
+                break
+        label = str(app.query_one("#busy-label").render())
+        assert app.busy and "line 1" in seen and "line 2" in seen
+        assert "esc cancels" in label and " s · " in label
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session.state.error["type"] == "ValueError"
+        assert not app.query_one("#live-output").display
+    kept = [n for n in app.session.state.notes if n.startswith("output of slow_crash.py")]
+    assert kept and "line 4" in kept[0] and "about to fail" in kept[0]
+    assert [p.name for p in (tmp_path / "sessions").iterdir()] == [app.session.id]
+
+
+@pytest.mark.slow
+@synchronously
+async def test_a_symptom_with_a_harness_is_tested_by_the_whole_checkup(tmp_path):
+    harness = f"{ROOT / 'tests' / 'zoo' / 'silent' / 'missing_zero_grad.py'}:harness"
+    session = Session.start(tmp_path / "sessions", target=harness)
+    app = TorchDoctorApp(session, default_client_factory(str(ROOT)), Target(harness=harness))
+    app.doctor.diagnose_text("loss stays at 2.30 with 10 classes", "symptom")
+    proposed = set(session.state.hypotheses)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        assert "whole training checkup" in str(app.query_one("#next").render())
+        await pilot.press("r")
+        await pilot.pause(1)
+        assert "esc cancels" in str(app.query_one("#busy-label").render())
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        fix = plain(app.query_one("#fix-view").content)
+    state = session.state
+    ran = {p["probe"] for p in state.probes}
+    assert {"census", "grad_flow", "weights_update", "loop_order", "overfit_batch"} <= ran
+    leading = next(iter(state.hypotheses.values()))
+    assert leading.key == "training.missing_zero_grad/no_zero_grad"
+    assert leading.state == "confirmed" and leading.key not in proposed
+    # What the described symptom first suggested, the evidence ruled out.
+    assert state.hypotheses["training.loss_constant/step_not_called"].state == "rejected"
+    assert "cause: optimizer.zero_grad()" in fix and "Clear gradients" in fix
+
+
+class OtherErrorPatient(FakePatient):
+    """Reruns the target into another error than the one pasted."""
+
+    def run_script(self, path, argv=(), cwd=None, timeout=None):
+        return {"exited": "raised", "exit_code": 1, "traceback": EMBEDDING_TRACEBACK,
+                "error": {"type": "IndexError", "message": "index out of range in self",
+                          "traceback": EMBEDDING_TRACEBACK}}
+
+
+@synchronously
+async def test_a_different_error_on_rerun_is_offered_as_its_own_session(tmp_path):
+    app = make_app(tmp_path, lambda env=None: OtherErrorPatient())
+    first = app.session
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "reproduce" not in views.done_phases(first.state)
+        assert "d diagnoses it as its own session" in str(app.query_one("#next").render())
+        await pilot.press("d")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert app.session is not first and app.session.state.error["type"] == "IndexError"
+    assert first.state.error["type"] == "RuntimeError"  # the pasted one keeps its session
+
+
+@synchronously
+async def test_a_notice_from_the_command_line_is_shown_in_the_app(tmp_path):
+    notice = "--json come after train.py, so train.py gets them"
+    app = make_app(tmp_path, fake_factory(), notice=notice)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == [notice]
+
+
+@pytest.mark.slow
+@synchronously
+async def test_esc_stops_a_running_script_and_keeps_what_it_printed(tmp_path):
+    script = tmp_path / "slow_crash.py"
+    script.write_text(SLOW_CRASH)
+    session = Session.start(tmp_path / "sessions", kind="run", target=str(script))
+    app = TorchDoctorApp(session, default_client_factory(str(tmp_path)),
+                         Target(script=str(script)), autostart=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(80):
+            await pilot.pause(0.25)
+            if "line 1" in str(app.query_one("#live-output").render()):
+                break
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.busy is None and not isinstance(app.screen, ErrorPanel)
+        assert any("Cancelled" in n.message for n in app._notifications)
+    assert session.state.error is None and not session.state.reproductions
+    assert any("line 1" in note for note in session.state.notes)

@@ -53,6 +53,7 @@ async def screenshot(tmp_path: Path, phase: str, screen: str | None = None) -> s
         if screen == "intake":
             app.push_screen(IntakeScreen(app.doctor))
         await pilot.pause()
+        await pilot.pause()  # the footer recomposes for the phase's keys after the first
         return app.export_screenshot()
 
 

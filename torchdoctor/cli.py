@@ -63,8 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(chosen).parse_args(argv)
     name = args.command or "app"
     module = importlib.import_module(f"torchdoctor.commands.{name}")
+    from torchdoctor.process_groups import Stopped, stop_like_ctrl_c
+
+    stop_like_ctrl_c()
     try:
         return int(module.run(args) or 0)
+    except Stopped as stop:
+        print(f"torchdoctor: stopped by {stop}", file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("torchdoctor: interrupted", file=sys.stderr)
         return 130

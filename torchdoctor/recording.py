@@ -26,9 +26,16 @@ def start_run(target: str, argv: list[str] | None = None,
     return Session.start(root, kind="run", target=target, argv=list(argv or []))
 
 
-def record_failure(session: Session, traceback: str, diagnosis: dict) -> None:
-    """The script's traceback and its diagnosis, as soon as the script has failed."""
+def record_failure(session: Session, traceback: str, diagnosis: dict,
+                   caught: bool = True) -> None:
+    """The script's traceback and its diagnosis, as soon as the script has failed.
+
+    ``caught``: the script raised it while run watched, which reproduces it.
+    """
     session.record_input(traceback, source="script")
+    if caught and diagnosis.get("error"):
+        session.record_reproduction(True, diagnosis["error"], None,
+                                    "captured while torchdoctor run ran the script")
     record_diagnosed(session, diagnosis.get("error"), diagnosis.get("matches") or [])
 
 
@@ -40,7 +47,8 @@ def finish_run(session: Session, outcome: dict, client: Any = None) -> None:
         # The failure was not diagnosed as it happened (the patient died, or the
         # knowledge base did not load): journal what is known of it now.
         record_failure(session, outcome.get("traceback") or traceback_text(error),
-                       {"error": error, "matches": outcome.get("matches") or []})
+                       {"error": error, "matches": outcome.get("matches") or []},
+                       caught=outcome.get("exited") == "raised")
     ranked = [f"{m.get('entry')}/{h.get('id')}" for m in outcome.get("matches") or []
               for h in m.get("hypotheses") or []]
     if ranked and [k for k in session.state.hypotheses if k in ranked] != ranked:
@@ -64,7 +72,8 @@ def record_run(outcome: dict, client: Any = None,
         error = outcome.get("error")
         if error:
             record_failure(session, outcome.get("traceback") or traceback_text(error),
-                           {"error": error, "matches": outcome.get("matches") or []})
+                           {"error": error, "matches": outcome.get("matches") or []},
+                           caught=outcome.get("exited") == "raised")
         for finding in outcome.get("findings") or []:
             record_finding(session, finding)
         finish_run(session, outcome, client)

@@ -110,11 +110,15 @@ def _timeline(events: list[dict]) -> list[dict[str, Any]]:
 def _describe(event: dict) -> str:
     kind = event["type"]
     if kind == "session":
-        return f"started a {event.get('kind') or 'app'} session on {event.get('target') or '-'}"
+        kind = event.get("kind") or "app"
+        return (f"started {_a(kind)} {kind} session"
+                + (f" on {event['target']}" if event.get("target") else ""))
     if kind == "input":
         return f"read the error ({event.get('source')})"
     if kind == "parse":
         error = event.get("error") or {}
+        if not error.get("type"):
+            return f"read the symptom: {_first(error.get('message'))}"
         return f"parsed {error.get('type')}: {_first(error.get('message'))}"
     if kind == "matches":
         names = [m.get("entry") for m in event.get("matches") or []]
@@ -127,7 +131,8 @@ def _describe(event: dict) -> str:
     if kind == "probe":
         return f"ran {event.get('probe')}: {event.get('status')} — {_first(event.get('summary'))}"
     if kind == "reproduce":
-        return "reproduced the same error" if event.get("same") else "did not reproduce"
+        said = "reproduced" if event.get("same") else "did not reproduce"
+        return f"{said}: {_first(event['detail'])}" if event.get("detail") else said
     if kind == "note":
         return f"note: {_first(event.get('text'))}"
     if kind == "fix":
@@ -162,6 +167,9 @@ def _fix(state: Any) -> dict[str, Any] | None:
     patch = next((p for p in patches if p.get("verified")), patches[-1] if patches else None)
     return {"summary": state.fix.get("summary"), "hypothesis": state.fix.get("hypothesis"),
             "before": fix.get("before"), "after": fix.get("after"),
+            # The before/after is the knowledge base's pattern for the cause; the change
+            # applied may be worded (and made) differently.
+            "pattern": fix.get("summary") != state.fix.get("summary"),
             "verified": state.verified, "patch": patch,
             "applied": bool(state.verified and (state.fix_facts or {}).get("applied"))}
 
@@ -200,7 +208,10 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         checks = [h for h in report["hypotheses"] if h["verdict"] == "confirmed"]
         return (f"{target}: no exception was recorded in this session"
                 + (f"; {len(checks)} hypotheses were confirmed." if checks else "."))
-    parts = [f"{target} raised `{error['type']}: {_first(error['message'])}`"]
+    if not error.get("type"):  # a described symptom raises nothing
+        parts = [f"The symptom described: “{_first(error['message'])}”"]
+    else:
+        parts = [f"{target} raised `{error['type']}: {_first(error['message'])}`"]
     frame = error.get("user_frame") or {}
     if frame.get("file"):
         parts[0] += f" at `{os.path.basename(frame['file'])}:{frame.get('line')}`"
@@ -227,9 +238,20 @@ def _summary(report: dict[str, Any], state: Any) -> str:
         parts.append(f"The fix: {fix['summary']}{verified}")
     repro = report["repro"]
     if repro and repro.get("verified"):
-        parts.append(f"A {repro.get('lines')}-line repro at the {repro.get('level')} level"
-                     f" fails the same way in {_seconds(repro.get('seconds'), 1)} s")
+        parts.append(f"{_a(str(repro.get('lines'))).capitalize()} {repro.get('lines')}-line"
+                     f" repro at the {repro.get('level')} level fails the same way in"
+                     f" {_seconds(repro.get('seconds'), 1)} s")
     return ". ".join(p.rstrip(".") for p in parts) + "."
+
+
+def _a(word: str) -> str:
+    """The article a word takes when read aloud: an app, an 8-line, an 11-line, a 12-line."""
+    spoken = word.lstrip()
+    if spoken[:1].isdigit():
+        digits = spoken.split("-")[0].split(".")[0]
+        return "an" if digits.startswith("8") or (len(digits) in (2, 5) and digits[:2] in
+                                                   ("11", "18")) else "a"
+    return "an" if spoken[:1].lower() in "aeio" else "a"
 
 
 def _first(text: Any, limit: int = 160) -> str:
@@ -244,11 +266,14 @@ def _first(text: Any, limit: int = 160) -> str:
 def render_markdown(report: dict[str, Any]) -> str:
     session = report["session"]
     error = report["error"]
-    title = f"{error['type']}: {_first(error['message'], 90)}" if error else (
+    title = f"{error['type'] or 'symptom'}: {_first(error['message'], 90)}" if error else (
         session["target"] or session["id"])
+    on = (f"on `{session['target']}`" if session["target"] else
+          "on a described symptom" if error and not error.get("type") else
+          "on a pasted error" if error and error.get("traceback") else "with no target")
     out = [f"# torchdoctor report: {_cell(title)}", "",
            (f"Session `{session['id']}` · started {session['started']} ·"
-           f" {session['kind'] or 'app'} on `{session['target'] or '-'}`"
+           f" {session['kind'] or 'app'} {on}"
            f" · torchdoctor {session['torchdoctor'] or '?'}"), "",
            "## Summary", "", report["summary"], ""]
     out += _environment_md(report["environment"])
@@ -256,7 +281,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += _timeline_md(report["timeline"])
     out += _hypotheses_md(report["hypotheses"])
     out += _fix_md(report["fix"])
-    out += _repro_md(report["repro"])
+    out += _repro_md(report["repro"], error, session["target"])
     if report["notes"]:
         out += ["## Notes", ""] + [f"- {_first(n, 400)}" for n in report["notes"]] + [""]
     if report["warnings"]:
@@ -269,15 +294,28 @@ def _environment_md(env: dict | None) -> list[str]:
     if env is None:
         return out + [ENV_HINT, ""]
     out += ["| | |", "|---|---|"]
-    out += [f"| {label} | {_cell(env.get(key))} |" for key, label in _ENV_ROWS]
+    out += [f"| {label} | {_cell(_env_value(env, key))} |" for key, label in _ENV_ROWS]
     out.append(f"| devices | {_cell(', '.join(d for d in env.get('devices') or [] if d))} |")
     return out + [""]
+
+
+def _env_value(env: dict, key: str) -> Any:
+    """A cell never left empty: a CPU build has no CUDA or cuDNN version to show."""
+    value = env.get(key)
+    if key == "cuda_available":
+        return "yes" if value else "no"
+    if value is None and key in ("cuda", "cudnn"):
+        return "no CUDA build" if key == "cuda" else "not available"
+    return value
 
 
 def _error_md(error: dict | None) -> list[str]:
     out = ["## Error", ""]
     if error is None:
         return out + ["No exception was recorded in this session.", ""]
+    if not error.get("type"):
+        return out + [(f"No exception: the symptom described was"
+                       f" “{_first(error['message'], 400)}”."), ""]
     out += [f"**{error['type']}**: {_first(error['message'], 400)}", ""]
     frame = error.get("user_frame") or {}
     if frame.get("file"):
@@ -319,6 +357,8 @@ def _fix_md(fix: dict | None) -> list[str]:
     out += [fix["summary"] or "", ""]
     if fix.get("patch"):
         return out + _patch_md(fix["patch"], fix.get("applied", False))
+    if fix.get("pattern") and (fix.get("before") or fix.get("after")):
+        out += ["The general pattern of this fix, from the knowledge base:", ""]
     if fix.get("before"):
         out += ["Before:", "", _fence(fix["before"], "python"), ""]
     if fix.get("after"):
@@ -355,8 +395,13 @@ def _patch_md(patch: dict, applied: bool) -> list[str]:
     return out
 
 
-def _repro_md(repro: dict | None) -> list[str]:
+def _repro_md(repro: dict | None, error: dict | None = None,
+              target: str | None = None) -> list[str]:
     out = ["## Minimal repro", ""]
+    if repro is None and error and not error.get("type"):
+        where = f"`{target}`" if target else "it was tested on (see Reproduce above)"
+        return out + [(f"A symptom raises nothing to shrink into a script: the harness {where}"
+                       " reproduces it, and `torchdoctor check` reruns its checks."), ""]
     if repro is None:
         return out + [("No repro was attempted: a repro needs a live failure, from"
                       " `torchdoctor run SCRIPT`."), ""]

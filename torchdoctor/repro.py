@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchdoctor import process_groups
 from torchdoctor.parse import parse_traceback
 from torchdoctor.parsing.signature import message_signature
 from torchdoctor.session_folder.lock import session_lock
@@ -35,7 +36,19 @@ from torchdoctor.session_folder.paths import inside, is_plain_name, read_bytes, 
 
 REPRO_NAME = "repro.py"
 LEVELS = ("module", "op", "model", "script")
-DEFAULT_TIMEOUT = 60.0
+
+
+def _seconds_from_environment(name: str, default: float) -> float:
+    """A positive number of seconds from the environment; ``default`` when unset or not one."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+# Each candidate's budget; ``TORCHDOCTOR_REPRO_TIMEOUT`` sets it for run, report and the app.
+DEFAULT_TIMEOUT = _seconds_from_environment("TORCHDOCTOR_REPRO_TIMEOUT", 60.0)
 _INT = re.compile(r"(?<![\d.])\d+(?![\d.])")
 
 
@@ -161,7 +174,11 @@ def _short(name: str | None) -> str:
 
 def run_candidate(candidate: Candidate, directory: Path, expected: dict[str, str],
                   timeout: float = DEFAULT_TIMEOUT) -> Attempt:
-    """Write the candidate into ``directory`` and run it in a fresh interpreter."""
+    """Write the candidate into ``directory`` and run it in a fresh interpreter.
+
+    It runs in a process group of its own that is ended afterwards, so what
+    the repro starts (and a hung repro itself) never outlives the check.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     (directory / REPRO_NAME).write_text(candidate.source, encoding="utf-8")
     for name, data in candidate.files.items():
@@ -169,12 +186,12 @@ def run_candidate(candidate: Candidate, directory: Path, expected: dict[str, str
     want = candidate.expect or expected
     started = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, REPRO_NAME, *candidate.argv], cwd=directory,
-                              capture_output=True, text=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL, env=_fresh_env())
+        done = process_groups.run_bounded([sys.executable, REPRO_NAME, *candidate.argv],
+                                          timeout, cwd=directory, stdin=subprocess.DEVNULL,
+                                          env=_fresh_env())
     except subprocess.TimeoutExpired:
         return Attempt(candidate.level, False, round(time.perf_counter() - started, 3), None,
-                       f"did not finish within {timeout:g} s")
+                       f"did not finish within {timeout:g} s (the repro verification limit)")
     seconds = round(time.perf_counter() - started, 3)
     if done.returncode == 0:
         return Attempt(candidate.level, False, seconds, None, "ran clean")

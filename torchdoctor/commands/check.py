@@ -2,9 +2,12 @@
 
 The silent-failure checkup of a harness: every training-sanity probe that
 applies, cheapest first, each with ✓ / ⚠ / ✗ and, for a failure, the
-knowledge-base hypothesis it confirms and its fix. Exit status: 0 all checks
-pass or warn, 1 a check failed, 2 usage error (no such target, a harness that
-does not load). Progress for slow checks goes to stderr, results to stdout.
+knowledge-base hypothesis it confirms and its fix. Exit status: 0 every check
+ran and passed or warned, 1 a check failed, 2 usage error (no such target, a
+harness that does not load: its traceback is shown), 3 no check failed but
+some could not run (they raised or hung). Progress for slow checks goes to
+stderr, results to stdout. ``--timeout`` bounds loading the harness and each
+check.
 """
 
 from __future__ import annotations
@@ -14,9 +17,14 @@ import json
 import sys
 from typing import Any
 
+from torchdoctor.investigation.checkup import (  # noqa: F401 — the command's exit codes
+    EXIT_FAILED,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+)
 from torchdoctor.location import describe_location, site_lines
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "TARGET is FILE.py:NAME or package.module:NAME, a callable returning a dict with\n"
         "model, batch, loss_fn (and optionally optimizer, train_step, loader, num_classes).\n"
-        "Exit status: 0 all checks pass or warn, 1 a check failed, 2 usage error.")
+        "Exit status: 0 every check ran and passed or warned, 1 a check failed, 2 usage\n"
+        "error (a harness that does not load), 3 no check failed but some could not run.")
     parser.add_argument("target", metavar="TARGET", help="the harness: FILE.py:NAME or pkg.mod:NAME")
     parser.add_argument("--json", action="store_true",
                         help='print {"target", "findings": [...]} instead of text')
@@ -33,12 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, metavar="N",
                         help="training steps for memory_growth and nonfinite_steps")
     parser.add_argument("--timeout", type=float, metavar="S",
-                        help="seconds before a check counts as hung (default: per check)")
+                        help="seconds for loading the harness and for each check before it"
+                        " counts as hung (default: 300 s to load, each check its own)")
 
 
 def run(args: argparse.Namespace) -> int:
     from torchdoctor.investigation import checkup
-    from torchdoctor.patient.client import PatientClient, PatientError, PatientRequestError
+    from torchdoctor.patient.client import PatientClient, PatientError
 
     only = [p.strip() for p in args.only.split(",") if p.strip()] if args.only else None
     if args.steps is not None and args.steps < 1:
@@ -58,17 +68,15 @@ def run(args: argparse.Namespace) -> int:
     # Opened before anything runs and written as each check ends: a kill leaves the session.
     session = start_check(args.target)
     try:
-        client = PatientClient.start()
+        client = PatientClient.start(budget=args.timeout)
     except PatientError as exc:
         session.close()
         return _usage(f"could not start the patient: {exc}")
     try:
         try:
-            reply = client.load_harness(args.target)
-        except PatientRequestError as exc:
-            return _usage(f"cannot load {args.target}: {exc.type}: {exc.message}")
+            reply = client.load_harness(args.target, timeout=args.timeout)
         except PatientError as exc:
-            return _usage(f"cannot load {args.target}: {exc}")
+            return _not_loaded(args, exc)
         planned = checkup.plan(reply.get("found") or {}, only, args.steps)
         checks = checkup.run_checkup(client, planned, kb, args.timeout,
                                      progress=lambda line: print(line, file=sys.stderr,
@@ -85,6 +93,22 @@ def run(args: argparse.Namespace) -> int:
         _print_text(args.target, checks)
         print(f"session: torchdoctor report {session.id}")
     return checkup.exit_status(checks)
+
+
+def _not_loaded(args: argparse.Namespace, exc: Exception) -> int:
+    """The harness did not load: the user's own traceback when it raised, and a JSON answer too."""
+    error: dict[str, Any] = {"type": getattr(exc, "type", type(exc).__name__),
+                             "message": getattr(exc, "message", str(exc)),
+                             "traceback": getattr(exc, "traceback", "") or None}
+    if args.json:
+        print(json.dumps({"target": args.target, "error": error, "findings": []}))
+    if error["traceback"] and getattr(exc, "user", False):
+        sys.stderr.write(error["traceback"].rstrip("\n") + "\n")
+        return _usage(f"cannot load {args.target}: the harness raised {error['type']}"
+                      " (its traceback is above)")
+    if type(exc).__name__ == "PatientRequestError":
+        return _usage(f"cannot load {args.target}: {error['type']}: {error['message']}")
+    return _usage(f"cannot load {args.target}: {exc}")
 
 
 def _knowledge(args: argparse.Namespace) -> Any:

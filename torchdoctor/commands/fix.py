@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from torchdoctor.fixes.attempts import attempt_fixes
-    from torchdoctor.fixes.journaling import record_attempts
+    from torchdoctor.fixes.journaling import record_attempts_in
     from torchdoctor.journal import find_session
     from torchdoctor.knowledge import KnowledgeError, load_knowledge
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     applied = _apply(attempts, say) if args.apply else None
-    record_attempts(directory, attempts, applied)
+    record_attempts_in(directory, attempts, applied)
     if args.json:
         print(json.dumps({"session": directory.name,
                           "patches": [a.to_dict() for a in attempts],

@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if redactor is not None:
         print(f"torchdoctor report: redacted {redactor.summary()}", file=sys.stderr)
+    if args.output != "-" and sys.stdout.isatty():
+        print(f"to read it here: torchdoctor report {directory.name} -o -", file=sys.stderr)
     return EXIT_OK
 
 

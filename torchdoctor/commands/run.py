@@ -4,6 +4,10 @@ Runs the script as ``__main__`` in a patient. When it raises, the traceback
 is diagnosed without any pasting and each top hypothesis is tested on the
 live objects the patient recovered from the failing frames.
 
+The script runs as long as it runs (training takes hours) unless ``--timeout``
+sets a limit; each probe and each rerun of the script has a budget of its own
+(``--probe-timeout``); a limit that fires is named in the output.
+
 Exit status: 0 a cause was confirmed or the script ran clean, 1 the script
 failed and nothing was confirmed, 2 usage error (no such script, ...).
 """
@@ -27,8 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the diagnosis instead of opening the app")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object: target, error, matches, findings")
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
-                        help="stop the script after S seconds (default 600)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S",
+                        help="stop the script after S seconds (default: no limit)")
+    parser.add_argument("--probe-timeout", type=float, default=None, metavar="S",
+                        help="stop each probe and each rerun of the script after S seconds"
+                        " (default: each probe's own budget; a rerun, twice the first run"
+                        " plus 120 s)")
     parser.add_argument("--top", type=int, default=3, metavar="N",
                         help="test the hypotheses of the N best matches (default 3)")
     parser.add_argument("--only", metavar="P,...",
@@ -45,6 +53,15 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"torchdoctor run: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    notice = _own_flags_after_script(args)
+    if notice:
+        print(f"torchdoctor run: {notice}", file=sys.stderr)
+    if not (args.json or args.no_tui or args.no_session) and _interactive():
+        # The app runs the script itself, so its output shows live and one session holds all.
+        from torchdoctor.tui import open_app
+
+        return open_app(script=args.script, argv=list(args.args), kind="run", autostart=True,
+                        kb_dirs=tuple(getattr(args, "kb", ()) or ()), notice=notice)
     from torchdoctor.patient.client import PatientClient, PatientError
 
     script = os.path.abspath(args.script)
@@ -53,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     # Opened before anything runs and written as it happens: a kill leaves the session.
     session = None if args.no_session else start_run(args.script, args.args)
     try:
-        client = PatientClient.start()
+        client = PatientClient.start(budget=args.probe_timeout)
     except PatientError as exc:
         if session is not None:
             session.note(f"could not start the patient process: {exc}")
@@ -81,8 +98,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _echo_output(outcome)
-        if args.no_tui or not open_app_or_text(outcome):
-            print_text(outcome)
+        print_text(outcome)
     return outcome_status(outcome)
 
 
@@ -98,8 +114,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return f"--only: no probe named {', '.join(unknown)} (known: {', '.join(PROBES)})"
     if args.top < 1:
         return "--top must be 1 or more"
-    if args.timeout <= 0:
-        return "--timeout must be a positive number of seconds"
+    for option, value in (("--timeout", args.timeout), ("--probe-timeout", args.probe_timeout)):
+        if value is not None and value <= 0:
+            return f"{option} must be a positive number of seconds"
     if not os.path.exists(args.script):
         return f"{args.script}: no such script"
     if not os.path.isfile(args.script):
@@ -115,7 +132,7 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
         "target": args.script, "argv": list(args.args), "exited": report["exited"],
         "exit_code": report["exit_code"], "error": None, "matches": [], "findings": [],
         "found": report.get("found", {}), "stdout": report.get("stdout", ""),
-        "stderr": report.get("stderr", ""),
+        "stderr": report.get("stderr", ""), "output_dropped": report.get("output_dropped"),
     }
     if report["exited"] != "raised":
         return outcome
@@ -159,8 +176,11 @@ def _outcome_of_crash(script: str, exc: Exception) -> dict:
     exited = "timeout" if kind == "PatientTimeout" else "died"
     return {
         "target": script, "exited": exited, "exit_code": getattr(exc, "returncode", None),
-        "signal": getattr(exc, "signal", None),
+        "signal": getattr(exc, "signal", None), "limit": getattr(exc, "limit", None),
         "error": {"type": kind, "message": str(exc)}, "matches": [], "findings": [],
+        # What the script printed up to the crash: its last lines are often the clue.
+        "stdout": getattr(exc, "stdout", ""), "stderr": getattr(exc, "stderr", ""),
+        "output_dropped": getattr(exc, "output_dropped", None),
     }
 
 
@@ -173,31 +193,39 @@ def outcome_status(outcome: dict) -> int:
     return EXIT_UNCONFIRMED
 
 
-def open_app_or_text(outcome: dict) -> bool:
-    """Open the app at this diagnosis when it exists and a terminal is there to show it.
+def _interactive() -> bool:
+    return sys.stdout.isatty() and sys.stdin.isatty()
 
-    Returns False when the caller should print the text form instead.
-    """
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        return False
-    try:
-        from torchdoctor import tui
-    except ImportError:
-        return False
-    opener = getattr(tui, "open_run_outcome", None)
-    if opener is None:
-        return False
-    opener(outcome)
-    return True
+
+# run's own options: given after the script they are the script's (as with python -m pdb).
+_OWN_FLAGS = ("--no-tui", "--json", "--timeout", "--top", "--only", "--no-session")
+
+
+def _own_flags_after_script(args: argparse.Namespace) -> str | None:
+    """One line when words after the script look like torchdoctor's: they are not read as such."""
+    own = [word for word in args.args if word.split("=", 1)[0] in _OWN_FLAGS]
+    if not own:
+        return None
+    name = os.path.basename(args.script)
+    return (f"{' '.join(own)} come after {name}, so {name} gets them; "
+            f"for torchdoctor, put them first: torchdoctor run {' '.join(own)} {name}")
 
 
 def _echo_output(outcome: dict) -> None:
-    """The script's own output first, as ``python SCRIPT`` would have shown it."""
-    if outcome.get("stdout"):
-        sys.stdout.write(outcome["stdout"])
-    if outcome.get("stderr"):
-        sys.stderr.write(outcome["stderr"])
-    sys.stdout.flush()
+    """The script's own output first, as ``python SCRIPT`` would have shown it.
+
+    Only the last bytes of each stream are kept; a cut is said, on stderr,
+    before what is shown of that stream.
+    """
+    dropped = outcome.get("output_dropped") or {}
+    for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr)):
+        if dropped.get(name):
+            sys.stdout.flush()
+            print(f"torchdoctor: the script's {name} was cut: its first {dropped[name]:,} bytes"
+                  f" are not shown, only the last ones", file=sys.stderr, flush=True)
+        if outcome.get(name):
+            stream.write(outcome[name])
+            stream.flush()
 
 
 def print_text(outcome: dict) -> None:
@@ -218,8 +246,7 @@ def print_text(outcome: dict) -> None:
     print(f"torchdoctor: {name} raised {error.get('type')}: {_first_line(error.get('message'))}")
     frame = error.get("user_frame")
     if frame:
-        print(f"  at {frame.get('file')}:{frame.get('line')} in {frame.get('function')}:"
-              f" {frame.get('code') or ''}".rstrip())
+        print(f"  at {_place(frame)}: {frame.get('code') or ''}".rstrip())
     if outcome.get("kb_problems"):
         print("  the knowledge base is invalid; nothing was tested:")
         for problem in outcome["kb_problems"]:
@@ -267,6 +294,12 @@ def print_text(outcome: dict) -> None:
             print(f"    {_shorten(statement, 106)}")
     if outcome.get("session"):
         print(f"report and verified repro: torchdoctor report {outcome['session']}")
+
+
+def _place(frame: dict) -> str:
+    """``file:line in function``; a SyntaxError's place has a line but no function."""
+    place = f"{frame.get('file')}:{frame.get('line')}"
+    return f"{place} in {frame['function']}" if frame.get("function") else place
 
 
 def _unstated_evidence(finding: dict) -> dict:

@@ -9,6 +9,7 @@ for another is kept in the list with the new error, and the next is tried.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,26 +60,58 @@ class Attempt:
 Progress = Callable[[str], None]
 
 
+@dataclass
+class Proposal:
+    """A confirmed cause and its candidate patches, best first (none: ``reason`` says why)."""
+
+    cause: Cause
+    patches: list[Patch]
+    reason: str = ""
+
+
+def propose(directory: Path, kb: Any, target: Target | None = None,
+            ) -> tuple[Target | None, list[Proposal]]:
+    """The patches for every confirmed cause of a session, without running anything."""
+    recorded, _error, causes = read_session(directory)
+    target = target or recorded
+    if target is None:
+        return None, []
+    proposals = []
+    for cause in causes:
+        patches, reason = _patches(cause, target, kb)
+        proposals.append(Proposal(cause, patches, "" if patches else reason))
+    return target, proposals
+
+
+def verify_proposals(target: Target, proposals: list[Proposal], *, timeout: float = 300.0,
+                     progress: Progress = lambda line: None,
+                     stop: threading.Event | None = None) -> list[Attempt]:
+    """Try each cause's patches on a copy until one verifies; ``stop`` ends it between runs."""
+    attempts: list[Attempt] = []
+    baseline: dict[str, Any] = {}
+    for proposal in proposals:
+        if not proposal.patches:
+            attempts.append(Attempt(proposal.cause, None, None, proposal.reason))
+            continue
+        for patch in proposal.patches[:MAX_TRIES]:
+            if stop is not None and stop.is_set():
+                return attempts
+            progress(f"verifying {patch.what} ({Path(patch.file).name}:{patch.line})")
+            verification = _verify(patch, proposal.cause, target, timeout, baseline, progress,
+                                   stop)
+            attempts.append(Attempt(proposal.cause, patch, verification))
+            if verification.verified:
+                break
+    return attempts
+
+
 def attempt_fixes(directory: Path, kb: Any, *, timeout: float = 300.0,
                   progress: Progress = lambda line: None) -> tuple[Target | None, list[Attempt]]:
     """Patch and verify every confirmed cause of the session in ``directory``."""
-    target, error, causes = read_session(directory)
+    target, proposals = propose(directory, kb)
     if target is None:
         return None, []
-    attempts: list[Attempt] = []
-    baseline: dict[str, Any] = {}
-    for cause in causes:
-        patches, reason = _patches(cause, target, kb)
-        if not patches:
-            attempts.append(Attempt(cause, None, None, reason))
-            continue
-        for patch in patches[:MAX_TRIES]:
-            progress(f"verifying {patch.what} ({Path(patch.file).name}:{patch.line})")
-            verification = _verify(patch, cause, target, timeout, baseline, progress)
-            attempts.append(Attempt(cause, patch, verification))
-            if verification.verified:
-                break
-    return target, attempts
+    return target, verify_proposals(target, proposals, timeout=timeout, progress=progress)
 
 
 def _patches(cause: Cause, target: Target, kb: Any) -> tuple[list[Patch], str]:
@@ -117,24 +150,25 @@ def _patches(cause: Cause, target: Target, kb: Any) -> tuple[list[Patch], str]:
 
 
 def _verify(patch: Patch, cause: Cause, target: Target, timeout: float,
-            baseline: dict[str, Any], progress: Progress) -> Verification:
+            baseline: dict[str, Any], progress: Progress,
+            stop: threading.Event | None = None) -> Verification:
     if target.kind == "script":
-        return _verify_script(patch, target, timeout, baseline, progress)
+        return _verify_script(patch, target, timeout, baseline, progress, stop)
     from torchdoctor.fixes.harness import verify_harness
 
     return verify_harness(patch, cause, target, timeout, baseline, progress)
 
 
 def _verify_script(patch: Patch, target: Target, timeout: float, baseline: dict[str, Any],
-                   progress: Progress) -> Verification:
+                   progress: Progress, stop: threading.Event | None = None) -> Verification:
     with Workspace(target.root) as space:
         script = space.path(target.file)
         started_in_root = bool(target.cwd) and Path(target.cwd).resolve() == target.root
         cwd = space.copy if started_in_root else script.parent
         if "before" not in baseline:
             progress(f"running the unpatched copy: python {script.name}")
-            baseline["before"] = run_script(script, target.argv, cwd, 0, timeout)
+            baseline["before"] = run_script(script, target.argv, cwd, 0, timeout, stop)
         before: Run = baseline["before"]
         space.write(patch.file, patch.patched)
-        after = run_script(script, target.argv, cwd, before.steps + EXTRA_STEPS, timeout)
+        after = run_script(script, target.argv, cwd, before.steps + EXTRA_STEPS, timeout, stop)
     return judge_script(before, after)

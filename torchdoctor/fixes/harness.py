@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.investigation.checkup import plan
 from torchdoctor.fixes.causes import Cause, Target
 from torchdoctor.fixes.verification import Run, Verification
 from torchdoctor.fixes.workspace import Workspace
+from torchdoctor.investigation.checkup import plan
 from torchdoctor.patient.client import PatientClient, PatientError
 from torchdoctor.rewrites.patch import Patch
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torchdoctor
+from torchdoctor.process_groups import end_group, spawn
 
 # Steps past the unpatched run's last one that count as "got further".
 EXTRA_STEPS = 2
@@ -49,6 +50,7 @@ class Run:
 @dataclass
 class Verification:
     verdict: str  # verified | same_error | new_error | not_further | timeout | could_not_run
+    #              | cancelled
     detail: str
     before: Run | None = None
     after: Run | None = None
@@ -63,8 +65,12 @@ class Verification:
                 "after": self.after.to_dict() if self.after else None}
 
 
-def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: float) -> Run:
-    """Run a script (in the scratch copy) under the step watcher, in its own process group."""
+def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: float,
+               stop: threading.Event | None = None) -> Run:
+    """Run a script (in the scratch copy) under the step watcher, in its own process group.
+
+    ``stop`` (the person pressed cancel) ends the run and everything it started.
+    """
     with tempfile.TemporaryDirectory(prefix="torchdoctor-steps-") as scratch:
         result = Path(scratch) / "result.json"
         command = [sys.executable, "-m", "torchdoctor.patient.stepwatch", str(result),
@@ -74,22 +80,27 @@ def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: fl
         package_root = str(Path(torchdoctor.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        try:
-            output, _ = process.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            output, _ = process.communicate()
-            timed_out = True
-        finally:
-            _kill_group(process)  # whatever the script started goes with it
+        with open(Path(scratch) / "output", "w+b") as output:
+            # A file, not a pipe: nobody has to drain it while the run is watched for stop.
+            process = spawn(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=output, stderr=subprocess.STDOUT)
+            ended = None
+            try:
+                while process.poll() is None:
+                    if stop is not None and stop.is_set():
+                        ended = "cancelled"
+                        break
+                    if time.perf_counter() - started > timeout:
+                        ended = "timeout"
+                        break
+                    time.sleep(0.1)
+            finally:
+                end_group(process)  # whatever the script started goes with it
+            output.seek(max(0, output.seek(0, os.SEEK_END) - OUTPUT_TAIL_CHARS * 4))
+            tail = output.read().decode("utf-8", "replace")[-OUTPUT_TAIL_CHARS:]
         seconds = round(time.perf_counter() - started, 3)
-        tail = output.decode("utf-8", "replace")[-OUTPUT_TAIL_CHARS:]
-        if timed_out:
-            return Run(shown, "timeout", seconds, None, output_tail=tail)
+        if ended is not None:
+            return Run(shown, ended, seconds, None, output_tail=tail)
         try:
             outcome: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -99,18 +110,15 @@ def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: fl
                outcome.get("error"), tail)
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def judge_script(before: Run, after: Run) -> Verification:
     """Did the patch make the failure go away and the run get further?"""
+    if before.ended == "cancelled":
+        return Verification("cancelled", "the verification was cancelled", before, after)
     if before.ended != "raised":
         return Verification("could_not_run", "the unpatched copy did not fail "
                             f"({_ending(before)}), so a rerun cannot prove a fix", before, after)
+    if after.ended == "cancelled":
+        return Verification("cancelled", "the verification was cancelled", before, after)
     if after.ended == "timeout":
         return Verification("timeout", f"the patched copy ran past its budget of {after.seconds:.0f}"
                             " s without failing or reaching the step limit", before, after)

@@ -68,7 +68,7 @@ class Workspace:
     def close(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def __enter__(self) -> Workspace:
+    def __enter__(self) -> Workspace:  # noqa: PYI034 - Python 3.10 has no typing.Self
         return self
 
     def __exit__(self, *exc: object) -> None:

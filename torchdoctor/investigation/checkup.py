@@ -157,6 +157,16 @@ def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]]
     return checks
 
 
+EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 3
+
+
 def exit_status(checks: list[Check]) -> int:
-    """1 when any check failed, else 0 (warnings do not fail a checkup)."""
-    return 1 if any(c.finding.status == "fail" for c in checks) else 0
+    """1 when any check failed; else 3 when any could not run (it raised, it hung); else 0.
+
+    Warnings do not fail a checkup; checks that never ran do not pass one.
+    """
+    if any(c.finding.status == "fail" for c in checks):
+        return EXIT_FAILED
+    if any(c.finding.status == "error" for c in checks):
+        return EXIT_INCOMPLETE
+    return EXIT_OK

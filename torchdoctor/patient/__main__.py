@@ -1,5 +1,8 @@
 """Entry point: ``python -m torchdoctor.patient --fd-in N --fd-out M``.
 
+The doctor starts it as the leader of its own process group, and ends the
+group; the patient ends the group itself when the doctor dies (``lifeline``).
+
 The channel fds are made non-inheritable and closed in forked children, so
 a subprocess or ``os.fork()`` in the user's script cannot hold the channel
 open after the patient dies (the doctor detects death by end of file).

@@ -3,8 +3,9 @@
 The patient is ``python -m torchdoctor.patient`` with a dedicated pipe pair
 for messages; its stdout and stderr are drained by threads (so a script that
 prints megabytes cannot block) and handed back per request, bounded. Every
-request has a timeout; a patient that dies or hangs is reported with how it
-ended and what it last wrote to stderr, and the doctor carries on.
+request but the user's own script has a time limit, and a limit that fires
+says which one it was; a patient that dies or hangs is reported with how it
+ended and what it last wrote, and the doctor carries on.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from torchdoctor import wire
+from torchdoctor import process_groups, wire
 from torchdoctor.probes_manifest import PROBES
 
 if TYPE_CHECKING:
@@ -28,8 +29,21 @@ if TYPE_CHECKING:
 
 CAPTURE_LIMIT = 64 * 1024
 STDERR_TAIL_LINES = 20
-DEFAULT_TIMEOUTS = {"hello": 120.0, "load_harness": 300.0, "run_script": 600.0,
-                    "probe": 120.0, "shutdown": 5.0}
+# None: no limit. The user's script runs as long as ``python SCRIPT`` would
+# (training can take hours) unless they set one; everything of ours is bounded.
+DEFAULT_TIMEOUTS: dict[str, float | None] = {
+    "hello": 120.0, "load_harness": 300.0, "run_script": None, "probe": 120.0,
+    "shutdown": 5.0}
+# The setting that changes each limit, named in the message when it fires.
+LIMIT_NAMES = {"hello": "the start-up limit",
+               "load_harness": "the harness-loading limit; set it with check --timeout",
+               "run_script": "the script's limit, set with run --timeout",
+               "rerun": "the limit on a rerun of the script; set it with run --probe-timeout",
+               "probe": "the probe's limit; set it with run --probe-timeout or check --timeout",
+               "shutdown": "the shutdown limit"}
+# A rerun of the script (in a fresh patient, for a probe) gets this much more
+# than twice what the first run took, when no budget is set.
+RERUN_SLACK_SECONDS = 120.0
 _MARK = re.compile(rb"\x00\x1etorchdoctor-mark:(\d+)\x1e\x00")
 _MARK_PREFIX = b"\x00\x1etorchdoctor-mark:"
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,6 +51,13 @@ _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
 
 class PatientError(Exception):
     """Anything that went wrong on the patient's side of a request."""
+
+    # What the target printed during the request that failed, when it was
+    # the patient that failed: kept for the user (the last lines before a
+    # crash are often the clue), with how many bytes were cut before them.
+    stdout: str = ""
+    stderr: str = ""
+    output_dropped: dict[str, int] | None = None
 
 
 class PatientDied(PatientError):
@@ -55,11 +76,14 @@ class PatientDied(PatientError):
 
 
 class PatientTimeout(PatientError):
-    def __init__(self, doing: str, seconds: float, stderr_tail: str) -> None:
+    def __init__(self, doing: str, seconds: float, stderr_tail: str, limit: str = "") -> None:
         self.doing = doing
         self.seconds = seconds
         self.stderr_tail = stderr_tail
+        self.limit = limit
         text = f"the patient did not finish {doing} within {seconds:g} s and was stopped"
+        if limit:
+            text += f" ({limit})"
         if stderr_tail.strip():
             text += "\n--- last lines of its stderr ---\n" + stderr_tail.rstrip()
         super().__init__(text)
@@ -183,7 +207,8 @@ class PatientClient:
     """One patient process. Use :meth:`start`; close it (or use ``with``) when done."""
 
     def __init__(self, process: subprocess.Popen, send_fd: int, recv_fd: int,
-                 env_overrides: dict[str, str | None], cwd: str | None) -> None:
+                 env_overrides: dict[str, str | None], cwd: str | None,
+                 budget: float | None = None) -> None:
         self.process = process
         self._send_fd = send_fd
         self._reader = wire.LineReader(recv_fd)
@@ -191,6 +216,7 @@ class PatientClient:
         self._stderr = _StreamTap(process.stderr)
         self.env_overrides = env_overrides
         self.cwd = cwd
+        self.budget = budget  # seconds for each probe and rerun; None: each its own default
         self.info: dict[str, Any] = {}
         self.target: dict[str, Any] | None = None
         self._next_id = 1
@@ -201,12 +227,14 @@ class PatientClient:
 
     @classmethod
     def start(cls, env: Mapping[str, str | None] | None = None, cwd: str | None = None,
-              timeout: float | None = None) -> PatientClient:
+              timeout: float | None = None, budget: float | None = None) -> PatientClient:
         """Start a patient and wait for its ``hello``.
 
         ``env`` overrides the inherited environment (``None`` removes a
         variable): ``TORCHDOCTOR_SEED``, ``CUDA_LAUNCH_BLOCKING``,
-        ``CUDA_VISIBLE_DEVICES``, ``TORCHDOCTOR_DEVICE=cpu``.
+        ``CUDA_VISIBLE_DEVICES``, ``TORCHDOCTOR_DEVICE=cpu``. ``budget``
+        bounds each probe and each rerun of the target (and is passed on to
+        the fresh patients made from this one).
         """
         overrides = dict(env or {})
         full_env = dict(os.environ)
@@ -221,12 +249,11 @@ class PatientClient:
         to_patient, send_fd = os.pipe()
         recv_fd, from_patient = os.pipe()
         try:
-            process = subprocess.Popen(
+            process = process_groups.spawn(
                 [sys.executable, "-m", "torchdoctor.patient",
                  "--fd-in", str(to_patient), "--fd-out", str(from_patient)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(to_patient, from_patient), close_fds=True,
-                start_new_session=True, env=full_env, cwd=cwd,
+                pass_fds=(to_patient, from_patient), close_fds=True, env=full_env, cwd=cwd,
             )
         except BaseException:
             for fd in (to_patient, send_fd, recv_fd, from_patient):
@@ -234,7 +261,7 @@ class PatientClient:
             raise
         os.close(to_patient)
         os.close(from_patient)
-        client = cls(process, send_fd, recv_fd, overrides, cwd)
+        client = cls(process, send_fd, recv_fd, overrides, cwd, budget)
         try:
             client.info = client.request("hello", timeout=timeout)
         except BaseException:
@@ -279,14 +306,7 @@ class PatientClient:
                 pass
 
     def _kill_group(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            pass
+        process_groups.end_group(self.process)
 
     def __enter__(self) -> Self:
         return self
@@ -297,7 +317,7 @@ class PatientClient:
     def fresh(self, env: Mapping[str, str | None] | None = None) -> PatientClient:
         """A new patient with this one's settings plus ``env``, the same target loaded."""
         merged = {**self.env_overrides, **dict(env or {})}
-        other = PatientClient.start(merged, self.cwd)
+        other = PatientClient.start(merged, self.cwd, budget=self.budget)
         try:
             other._load(self.target)
         except BaseException:
@@ -311,7 +331,7 @@ class PatientClient:
         Returns the reply of reloading the target, or None when there was none.
         """
         self.close()
-        other = PatientClient.start(self.env_overrides, self.cwd)
+        other = PatientClient.start(self.env_overrides, self.cwd, budget=self.budget)
         target = self.target
         self.__dict__.update(other.__dict__)
         return self._load(target)
@@ -320,9 +340,11 @@ class PatientClient:
         if target is None:
             return None
         if target["kind"] == "harness":
-            return self.load_harness(target["spec"])
+            return self.load_harness(target["spec"], timeout=self.budget)
+        first_run = float(target.get("seconds") or 0.0)
+        seconds = self.budget or (2 * first_run + RERUN_SLACK_SECONDS)
         return self.run_script(target["path"], target["argv"], target.get("cwd"),
-                               timeout=target.get("timeout"))
+                               timeout=seconds, limit=LIMIT_NAMES["rerun"])
 
     # ------------------------------------------------------------ requests
 
@@ -330,37 +352,48 @@ class PatientClient:
         self.info = self.request("hello")
         return self.info
 
-    def load_harness(self, spec: str) -> dict[str, Any]:
-        reply = self.request("load_harness", spec=spec)
+    def load_harness(self, spec: str, timeout: float | None = None) -> dict[str, Any]:
+        reply = self.request("load_harness", timeout=timeout, spec=spec)
         self.target = {"kind": "harness", "spec": spec}
         return reply
 
     def run_script(self, path: str, argv: list[str] | tuple[str, ...] = (),
-                   cwd: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-        """Run a script as ``__main__``; the reply says how it ended and what was found."""
+                   cwd: str | None = None, timeout: float | None = None,
+                   limit: str | None = None) -> dict[str, Any]:
+        """Run a script as ``__main__``; the reply says how it ended and what was found.
+
+        With no ``timeout`` the script runs as long as it runs, as it would
+        under ``python``; ``limit`` names the setting a timeout came from.
+        """
         path = os.path.abspath(path)
         self.target = {"kind": "script", "path": path, "argv": list(argv), "cwd": cwd,
-                       "timeout": timeout}
-        return self.request("run_script", timeout=timeout, path=path, argv=list(argv),
-                            cwd=cwd)
+                       "seconds": None}
+        started = time.monotonic()
+        reply = self.request("run_script", timeout=timeout, limit=limit, path=path,
+                             argv=list(argv), cwd=cwd)
+        self.target["seconds"] = time.monotonic() - started  # a rerun's budget is based on it
+        return reply
 
     def probe(self, name: str, params: Mapping[str, Any] | None = None,
               timeout: float | None = None) -> dict[str, Any]:
         """Run one probe; returns its result (``status``, ``summary``, ``facts``, ...)."""
         params = dict(params or {})
-        reply = self.request("probe", timeout=timeout or probe_timeout(name, params),
-                             name=name, params=params)
+        reply = self.request("probe", timeout=timeout or self.budget
+                             or probe_timeout(name, params), name=name, params=params)
         result = reply["result"]
         result["stdout"], result["stderr"] = reply.get("stdout", ""), reply.get("stderr", "")
         return result
 
-    def request(self, op: str, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+    def request(self, op: str, timeout: float | None = None, limit: str | None = None,
+                **fields: Any) -> dict[str, Any]:
         """Send one request and wait for its reply; raises on an error reply or a dead patient.
 
         The reply carries ``stdout`` and ``stderr``: what the patient printed
         during the request, the last ``CAPTURE_LIMIT`` bytes of each.
+        ``timeout`` None takes the op's default (which for a script is none).
         """
         seconds = timeout if timeout is not None else DEFAULT_TIMEOUTS.get(op, 120.0)
+        limit = limit or LIMIT_NAMES.get(op, "")
         doing = _doing(op, fields)
         with self._lock:
             if self._closed:
@@ -370,8 +403,11 @@ class PatientClient:
             try:
                 wire.write_all(self._send_fd, wire.encode(wire.request(msg_id, op, **fields)))
             except (BrokenPipeError, OSError):
-                raise self._died(doing) from None
-            reply = self._wait_reply(msg_id, doing, seconds)
+                raise self._with_output(self._died(doing)) from None
+            try:
+                reply = self._wait_reply(msg_id, doing, seconds, limit)
+            except PatientError as failure:
+                raise self._with_output(failure) from None
         wait = 2.0 if self.process.poll() is None else 0.5
         reply["stdout"], out_dropped = self._stdout.take(msg_id, wait)
         reply["stderr"], err_dropped = self._stderr.take(msg_id, wait)
@@ -381,8 +417,17 @@ class PatientClient:
             raise PatientRequestError(op, reply.get("error") or {}, bool(reply.get("user")))
         return reply
 
-    def _wait_reply(self, msg_id: int, doing: str, seconds: float) -> dict[str, Any]:
-        deadline = time.monotonic() + seconds
+    def _with_output(self, failure: PatientError) -> PatientError:
+        """Attach what the target printed before the patient died or was stopped."""
+        failure.stdout, out_dropped = self._stdout.take(None, 0)
+        failure.stderr, err_dropped = self._stderr.take(None, 0)
+        if out_dropped or err_dropped:
+            failure.output_dropped = {"stdout": out_dropped, "stderr": err_dropped}
+        return failure
+
+    def _wait_reply(self, msg_id: int, doing: str, seconds: float | None,
+                    limit: str) -> dict[str, Any]:
+        deadline = time.monotonic() + seconds if seconds is not None else float("inf")
         while True:
             line = self._reader.pop_line()
             if line is not None:
@@ -395,7 +440,7 @@ class PatientClient:
                 continue
             left = deadline - time.monotonic()
             if left <= 0:
-                raise self._timed_out(doing, seconds)
+                raise self._timed_out(doing, seconds, limit)
             ready, _, _ = select.select([self._reader.fd], [], [], min(left, 0.25))
             if ready:
                 if not self._reader.fill():
@@ -409,18 +454,19 @@ class PatientClient:
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(5)
+            pass
         self._kill_group()
+        self._stdout.wait_eof(2.0)
         self._stderr.wait_eof(2.0)
         self._closed = True
         return PatientDied(doing, self.process.returncode, self._stderr.tail())
 
-    def _timed_out(self, doing: str, seconds: float) -> PatientTimeout:
+    def _timed_out(self, doing: str, seconds: float, limit: str) -> PatientTimeout:
         self._kill_group()
+        self._stdout.wait_eof(2.0)
         self._stderr.wait_eof(2.0)
         self._closed = True
-        return PatientTimeout(doing, seconds, self._stderr.tail())
+        return PatientTimeout(doing, seconds, self._stderr.tail(), limit)
 
 
 def probe_timeout(name: str, params: Mapping[str, Any]) -> float:

@@ -56,10 +56,10 @@ class UserCodeError(Exception):
     """The user's own code raised while being imported or built; carries their traceback."""
 
     def __init__(self, exc: BaseException) -> None:
-        super().__init__(f"{type(exc).__name__}: {exc}")
         self.original = exc
         self.type_name = type(exc).__name__
-        self.message = str(exc)
+        self.message = safe_str(exc)
+        super().__init__(f"{self.type_name}: {self.message}")
         self.traceback_text = user_traceback(exc)
 
 
@@ -78,24 +78,81 @@ def is_library(filename: str) -> bool:
 
 
 def user_traceback(exc: BaseException) -> str:
-    """The traceback as the user would see it from ``python script.py``: no torchdoctor frames."""
-    te = traceback.TracebackException.from_exception(exc)
+    """The traceback as the user would see it from ``python script.py``: no torchdoctor frames.
+
+    Linear in the depth of the stack, and at most ``KEPT_FRAMES`` frames of
+    each exception are kept: the outermost and the innermost half, with a
+    line saying how many between them were dropped (a RecursionError at a
+    depth of a million is a few dozen lines, not a million).
+    """
+    entries = _tracebacks(exc.__traceback__)
+    if len(entries) <= KEPT_FRAMES:
+        te = traceback.TracebackException.from_exception(exc)
+    else:
+        # A positive limit reads only the outermost frames; the innermost are
+        # taken from the list, without the column lookups of every frame between.
+        te = traceback.TracebackException.from_exception(exc, limit=KEPT_FRAMES // 2)
+        tail = traceback.StackSummary.extract(
+            (tb.tb_frame, tb.tb_lineno) for tb in entries[-KEPT_FRAMES // 2:])
+        te.stack = _CutStack(list(te.stack), list(tail),
+                             len(entries) - len(te.stack) - len(tail))
     seen: set[int] = set()
-    node: traceback.TracebackException | None = te
     pending = [te]
     while pending:
         node = pending.pop()
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        kept = [f for f in node.stack if not is_internal(f.filename)]
-        node.stack = traceback.StackSummary.from_list(kept)
+        node.stack = _without_internal(node.stack)
         pending.extend([node.__cause__, node.__context__])
     return "".join(te.format())
 
 
+KEPT_FRAMES = 100
+
+
+class _CutStack(traceback.StackSummary):
+    """The outermost and innermost frames of a deep stack, with what lies between counted."""
+
+    def __init__(self, head: list, tail: list, dropped: int) -> None:
+        super().__init__(head + tail)
+        self.cut = len(head)
+        self.dropped = dropped
+
+    def format(self) -> list[str]:
+        note = (f"  [... skipping {self.dropped} frames: the outermost {self.cut} and the"
+                f" innermost {len(self) - self.cut} are shown]\n")
+        return (traceback.StackSummary.from_list(self[: self.cut]).format() + [note]
+                + traceback.StackSummary.from_list(self[self.cut:]).format())
+
+
+def _without_internal(stack: traceback.StackSummary) -> traceback.StackSummary:
+    if isinstance(stack, _CutStack):
+        head = [f for f in stack[: stack.cut] if not is_internal(f.filename)]
+        tail = [f for f in stack[stack.cut:] if not is_internal(f.filename)]
+        return _CutStack(head, tail, stack.dropped)
+    return traceback.StackSummary.from_list([f for f in stack if not is_internal(f.filename)])
+
+
+def _tracebacks(tb: types.TracebackType | None) -> list[types.TracebackType]:
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    return entries
+
+
+def safe_str(exc: BaseException) -> str:
+    """``str(exc)``, or what Python itself prints when the exception's ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 — the user's __str__ may raise anything
+        return "<exception str() failed>"
+
+
 def error_dict(exc: BaseException) -> dict[str, str]:
-    return {"type": type(exc).__name__, "message": str(exc), "traceback": user_traceback(exc)}
+    return {"type": type(exc).__name__, "message": safe_str(exc),
+            "traceback": user_traceback(exc)}
 
 
 # ---------------------------------------------------------------- description
@@ -292,10 +349,13 @@ class ScriptOutcome:
 
 
 def _frames(tb: types.TracebackType | None) -> list[types.FrameType]:
+    """The traceback's frames, of a deep one only the outermost and innermost ``KEPT_FRAMES``."""
     frames = []
     while tb is not None:
         frames.append(tb.tb_frame)
         tb = tb.tb_next
+    if len(frames) > KEPT_FRAMES:
+        frames = frames[: KEPT_FRAMES // 2] + frames[-KEPT_FRAMES // 2:]
     return frames
 
 
@@ -304,7 +364,7 @@ def _ordered_frames(exc: BaseException) -> list[types.FrameType]:
     frames = [f for f in reversed(_frames(exc.__traceback__))
               if not is_internal(f.f_code.co_filename)]
     user = [f for f in frames if not is_library(f.f_code.co_filename)]
-    return user + [f for f in frames if f not in user]
+    return user + [f for f in frames if is_library(f.f_code.co_filename)]
 
 
 def _is_loss_callable(name: str, value: Any) -> bool:
@@ -431,7 +491,7 @@ def run_script(path: str, argv: list[str] | None = None,
     context = recover_context(exc, namespace, recorder)
     report = {
         "exited": exited, "exit_code": exit_code,
-        "traceback": user_traceback(exc) if exc is not None else None,
+        "traceback": context.error["traceback"] if context.error else None,
         "error": context.error,
         "found": describe_context(context),
     }

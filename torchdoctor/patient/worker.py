@@ -1,7 +1,9 @@
 """The patient's request loop: one request in, one reply out, in order.
 
 Every failure inside a request becomes an error reply; only ``shutdown``
-or the doctor closing the channel ends the loop. Before each reply, a mark
+or the doctor closing the channel ends the loop (the channel's end, or the
+doctor's death, ends the patient even in the middle of a request: see
+``lifeline``). Before each reply, a mark
 is written to stdout and stderr so the doctor knows which of the user's
 output belongs to which request.
 """
@@ -21,6 +23,7 @@ import torch
 from torchdoctor import wire
 from torchdoctor.patient import devices, targets
 from torchdoctor.patient.context import ProbeContext
+from torchdoctor.patient.lifeline import Lifeline
 from torchdoctor.probes_manifest import PROBES
 
 # Written to stdout and stderr after each request; the client strips it.
@@ -29,7 +32,7 @@ STREAM_MARK = b"\x00\x1etorchdoctor-mark:%d\x1e\x00"
 
 class Worker:
     def __init__(self, fd_in: int, fd_out: int) -> None:
-        self.reader = wire.LineReader(fd_in)
+        self.reader = Lifeline(fd_in)
         self.fd_out = fd_out
         self.context: ProbeContext | None = None
         self.target: dict[str, Any] | None = None

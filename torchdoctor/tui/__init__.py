@@ -16,12 +16,15 @@ def open_app(**options: Any) -> int:
 def build_app(*, session: Any = None, target: str | None = None, script: str | None = None,
               argv: list[str] | None = None, diagnosis: dict | None = None,
               client_factory: Any = None, demo: Any = None, kb_dirs: tuple[str, ...] = (),
-              autostart: bool | None = None, harness: str | None = None) -> Any:
+              autostart: bool | None = None, harness: str | None = None,
+              kind: str = "app", notice: str | None = None) -> Any:
     """The app, ready to run (tests drive it with Pilot).
 
     ``target`` is a harness (``file.py:make``) or a script; ``script`` and
     ``argv`` name a script to rerun; ``diagnosis`` is a ``Diagnosis.to_dict()``
-    to start from; ``client_factory(env)`` starts patients (real ones by default).
+    to start from; ``client_factory(env)`` starts patients (real ones by default);
+    ``kind`` names the command that started a new session (``run``, ``demo``, ``app``);
+    ``notice`` is a line the person should read first (shown as a notification).
     With nothing to start from, the app opens on the intake screen.
     """
     from torchdoctor.session import Session
@@ -33,7 +36,7 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
         chosen = Target(script=chosen.script if chosen else None,
                         argv=chosen.argv if chosen else [], harness=harness)
     if session is None:
-        session = Session.start(kind="app", argv=chosen.argv if chosen else None,
+        session = Session.start(kind=kind, argv=chosen.argv if chosen else None,
                                 target=(chosen.script or chosen.harness) if chosen else None)
     if diagnosis is not None:
         session.record_diagnosis(diagnosis)
@@ -46,29 +49,7 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
         chosen is not None and diagnosis is None and fresh)
     intake = chosen is None and not session.state.matches
     return TorchDoctorApp(session, factory, chosen, demo=demo, kb_dirs=kb_dirs, autostart=start,
-                          intake_first=intake)
-
-
-def open_run_outcome(outcome: dict) -> int:
-    """``torchdoctor run SCRIPT`` in a terminal: open at the captured failure, findings in."""
-    return open_app(session=run_outcome_session(outcome), script=outcome.get("target"),
-                    argv=outcome.get("argv"), autostart=False)
-
-
-def run_outcome_session(outcome: dict) -> Any:
-    """A session holding what ``run`` found: the failure, its matches, the probes' findings."""
-    from torchdoctor.session import Session
-
-    session = Session.start(kind="run", target=outcome.get("target"), argv=outcome.get("argv"))
-    session.record_diagnosis({"error": outcome.get("error"), "matches": outcome.get("matches")
-                              or []})
-    if outcome.get("error"):  # run ran the script and caught it: that is the reproduction
-        session.record_reproduction(True, outcome["error"], None,
-                                    "captured while torchdoctor run ran the script")
-    for finding in outcome.get("findings") or []:
-        session.record_probe(finding)
-    session.goto("test" if outcome.get("findings") else "gather")
-    return session
+                          intake_first=intake, notice=notice)
 
 
 def _target(target: str | None, script: str | None, argv: list[str] | None, cls: Any) -> Any:

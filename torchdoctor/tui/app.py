@@ -22,8 +22,10 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Label, P
 from textual.worker import Worker, WorkerState
 
 from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES, Session
+from torchdoctor.tui.checkup_step import SymptomCheckup
 from torchdoctor.tui.commands import DoctorCommands
 from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
+from torchdoctor.tui.live_output import WatchedPatients
 from torchdoctor.tui.messages import StepFailed, StepFinished
 from torchdoctor.tui.screens.modals import Ask, ErrorPanel
 from torchdoctor.tui.widgets import views
@@ -31,6 +33,8 @@ from torchdoctor.tui.widgets.stepper import Stepper
 
 PHASE_ACTION = {"reproduce": "rerun the target", "gather": "take the census",
                 "hypothesize": "", "test": "run the probe", "fix": "rerun and verify"}
+# Steps that run the person's own code, whose output is shown live as it runs.
+SHOWS_OUTPUT = ("reproduce", "fix")
 
 
 class TorchDoctorApp(App[int]):
@@ -40,20 +44,26 @@ class TorchDoctorApp(App[int]):
     TITLE = "torchdoctor"
     COMMANDS: ClassVar = App.COMMANDS | {DoctorCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "next_phase", "Next", id="phase.next"),
-        Binding("p", "previous_phase", "Prev", id="phase.previous"),
+        # The footer shows the keys of this phase (check_action hides the others' keys);
+        # the rest work everywhere and are named in the palette and the next-step line.
         Binding("r", "run_step", "Run", id="phase.run"),
         Binding("escape", "cancel", "Cancel", id="work.cancel"),
+        Binding("n", "next_phase", "Next", id="phase.next"),
+        Binding("p", "previous_phase", "Prev", id="phase.previous", show=False),
         Binding("a", "add_hypothesis", "Add", id="hyp.add"),
         Binding("x", "reject", "Reject", id="hyp.reject"),
         Binding("y", "confirm", "Confirm", id="hyp.confirm"),
-        Binding("left_square_bracket", "move(-1)", "Up", id="hyp.up"),
-        Binding("right_square_bracket", "move(1)", "Down", id="hyp.down"),
+        Binding("left_square_bracket", "move(-1)", "Up", id="hyp.up", show=False),
+        Binding("right_square_bracket", "move(1)", "Down", id="hyp.down", show=False),
         Binding("f", "apply_demo_fix", "Apply fix", id="demo.fix"),
+        Binding("v", "verify_patch", "Verify patch", id="fix.verify"),
+        Binding("w", "write_patch", "Write patch", id="fix.write"),
+        Binding("d", "diagnose_new_error", "New session", id="repro.new"),
         Binding("b", "bisect", "Bisect", id="view.bisect"),
+        Binding("k", "checkup", "Checkup", id="test.checkup", show=False),
         Binding("l", "log", "Log", id="view.log"),
         Binding("e", "export", "Export", id="report.export"),
-        Binding("i", "intake", "Intake", id="view.intake"),
+        Binding("i", "intake", "Intake", id="view.intake", show=False),
         Binding("c", "copy_traceback", "Copy tb", id="copy.traceback", show=False),
         Binding("C", "copy_result", "Copy result", id="copy.result", show=False),
         Binding("t", "toggle_theme", "Theme", id="view.theme", show=False),
@@ -65,14 +75,20 @@ class TorchDoctorApp(App[int]):
     def __init__(self, session: Session, client_factory: PatientFactory,
                  target: Target | None = None, *, demo: Any = None,
                  kb_dirs: tuple[str, ...] = (), autostart: bool = False,
-                 intake_first: bool = False) -> None:
+                 intake_first: bool = False, notice: str | None = None) -> None:
         super().__init__()
         self.session = session
-        self.doctor = Investigation(session, target, client_factory, kb_dirs)
+        self.patients = WatchedPatients(client_factory)
+        self.doctor = Investigation(session, target, self.patients, kb_dirs)
+        self.checkup: Any = None  # the SymptomCheckup running or last run
+        self.patch: Any = None  # phase five's PatchStep, made when the Fix phase shows
+        self._cancelling = False
+        self._progress = (0, 0, "")
         self.demo = demo
         self.demo_fixed = False
         self.autostart = autostart
         self.intake_first = intake_first
+        self.notice = notice
         self.busy: str | None = None
         self._busy_since = 0.0
         self.verify_detail = ""
@@ -101,10 +117,11 @@ class TorchDoctorApp(App[int]):
                 yield Static(id="test-result")
             with VerticalScroll(id="fix"):
                 yield Static(id="fix-view")
+        yield Static(id="live-output", markup=False)
         with Horizontal(id="busy"):
             yield ProgressBar(total=1, show_eta=False, show_percentage=False, id="busy-bar")
-            yield Label("", id="busy-label")
-        yield Footer()
+            yield Label("", id="busy-label", markup=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = f"session {self.session.id}"
@@ -117,8 +134,11 @@ class TorchDoctorApp(App[int]):
             table.add_column("probe", width=16)
             table.add_column("hypothesis")
         self.main_screen.query_one("#busy").display = False
+        self.main_screen.query_one("#live-output").display = False
         self.set_interval(0.5, self._tick)
         self.refresh_all()
+        if self.notice:
+            self.notify(self.notice, severity="warning", timeout=15)
         painted_file = os.environ.get("TORCHDOCTOR_EXIT_AFTER_PAINT")
         if painted_file:  # the start-up benchmark: note the wall clock at first paint, leave
             self.call_after_refresh(self._painted, painted_file)
@@ -151,9 +171,11 @@ class TorchDoctorApp(App[int]):
         self.main_screen.query_one(Stepper).show(state.phase, views.done_phases(state))
         self.main_screen.query_one("#purpose", Label).update(
             f"{PHASE_TITLES[state.phase]}: {PHASE_PURPOSE[state.phase]}")
+        patch = self._patch_step() if state.phase == "fix" else None
         self.main_screen.query_one("#next", Label).update(
-            "→ " + views.needs_next(state, state.phase, self.doctor.target is not None,
-                                    self.report_note))
+            "→ " + (views.patch_next(patch) if patch is not None and patch.can_verify else
+                    views.needs_next(state, state.phase, self.doctor.target is not None,
+                                     self.report_note, self._checkup_tests())))
         self.main_screen.query_one(ContentSwitcher).current = state.phase
         target = self.doctor.target.label if self.doctor.target else None
         self.main_screen.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
@@ -161,7 +183,10 @@ class TorchDoctorApp(App[int]):
         self._fill_tables()
         self.main_screen.query_one("#fix-view", Static).update(views.fix_view(
             state, self._fix_hypothesis(), self._demo_fix(), self.demo_fixed,
-            self.verify_detail))
+            self.verify_detail,
+            (patch.ran() if patch is not None and patch.attempts else "")
+            or views.verify_plan(self.doctor.target),
+            views.patch_view(patch) if patch is not None else None))
         self.refresh_bindings()
 
     def _fill_tables(self) -> None:
@@ -220,6 +245,21 @@ class TorchDoctorApp(App[int]):
         hyps = self.session.state.hypotheses.values()
         return next((h for h in hyps if h.state == "confirmed"), None)
 
+    def _patch_step(self) -> Any:
+        """Phase five's patch for the confirmed cause, proposed once the cause and target are known."""
+        if self._fix_hypothesis() is None or self.doctor.target is None:
+            return None
+        if self.patch is None:
+            from torchdoctor.tui.patch_step import PatchStep
+
+            self.patch = PatchStep(self.session, self.doctor.knowledge())
+        try:
+            self.patch.prepare(self.doctor.target)
+        except (OSError, ValueError) as problem:
+            self.notify(f"No patch: {problem}", severity="warning")
+            return None
+        return self.patch
+
     def _demo_fix(self) -> tuple[str, str] | None:
         if self.demo is None:
             return None
@@ -228,10 +268,18 @@ class TorchDoctorApp(App[int]):
         return demo.FIX_BEFORE, demo.FIX_AFTER
 
     def _tick(self) -> None:
-        if self.busy:
-            seconds = time.monotonic() - self._busy_since
-            self.main_screen.query_one("#busy-label", Label).update(
-                f"{self.busy} … {seconds:.0f} s  (esc cancels)")
+        if not self.busy:
+            return
+        seconds = time.monotonic() - self._busy_since
+        done, planned, now = self._progress
+        step = f"{done + 1}/{planned} {now} · " if planned and done < planned else ""
+        # Time and the way out first: if the label wraps, they are what stays in view.
+        self.main_screen.query_one("#busy-label", Label).update(
+            f"{seconds:.0f} s · esc cancels · {step}{self.busy}")
+        output = self.main_screen.query_one("#live-output", Static)
+        if output.display:
+            tail = self.patients.tail(OUTPUT_LINES)
+            output.update(tail or "(no output yet)")
 
     # -- bindings -------------------------------------------------------------------------
 
@@ -240,14 +288,27 @@ class TorchDoctorApp(App[int]):
         if action in _PHASE_SCREEN_ACTIONS and self.screen_stack and \
                 self.screen is not self.main_screen:
             return False  # n, r, a… act on the phases; hidden under bisection or the log
-        if action in ("add_hypothesis", "reject", "confirm", "move"):
+        if self.busy and action in _WAIT_FOR_STEP:
+            return False  # they would act on what the running step is still deciding
+        if action in ("reject", "confirm", "move"):
             return phase in ("hypothesize", "test")
+        if action == "add_hypothesis":
+            return phase == "hypothesize"
         if action == "apply_demo_fix":
             return self.demo is not None and phase == "fix"
+        if action == "verify_patch":
+            return phase == "fix" and self.patch is not None and self.patch.can_verify
+        if action == "write_patch":
+            return (phase == "fix" and self.patch is not None
+                    and self.patch.verified is not None and self.patch.written is None)
         if action == "cancel":
             return self.busy is not None
         if action == "run_step":
             return bool(PHASE_ACTION[phase])
+        if action == "diagnose_new_error":
+            return phase == "reproduce" and views.different_error(self.session.state) is not None
+        if action == "bisect":
+            return phase in ("gather", "test")
         return True
 
     # -- phase movement -------------------------------------------------------------------
@@ -274,9 +335,6 @@ class TorchDoctorApp(App[int]):
     # -- the phase step, in a worker --------------------------------------------------------
 
     def action_run_step(self) -> None:
-        if self.busy:
-            self.notify("Still working; esc cancels.", severity="warning")
-            return
         phase = self.phase
         if phase == "test":
             hyp = self.selected_hypothesis()
@@ -291,13 +349,46 @@ class TorchDoctorApp(App[int]):
             self.ask_for_target(f"{PHASE_TITLES[phase]} runs your code in a patient process.",
                                 self.action_run_step)
             return
-        if phase == "test":
+        target = self.doctor.target
+        if phase == "test" and self._checkup_tests():
+            self.action_checkup()  # a silent symptom is tested by the whole checkup
+        elif phase == "test":
             self.run_step("test", f"testing {hyp.key} with {hyp.probe}", hyp.key)
-        elif phase in ("reproduce", "gather", "fix"):
-            label = {"reproduce": "rerunning the target with seed 0",
-                     "gather": "taking the census and the environment",
-                     "fix": "rerunning the target and overfitting one batch"}[phase]
-            self.run_step(phase, label)
+        elif phase == "reproduce":
+            self.run_step(phase, f"rerunning {target.label} with seed 0")
+        elif phase == "gather":
+            self.run_step(phase, "taking the census and reading the environment"
+                          if self.doctor.shared is not None else "reading the environment")
+        elif phase == "fix":
+            self._record_fix_under_test()
+            self.run_step(phase, "verifying the fix as the Fix & verify view says")
+
+    def _checkup_tests(self) -> bool:
+        """Whether r in Test runs the checkup: a silent symptom with a harness to train."""
+        target = self.doctor.target
+        return views.is_symptom(self.session.state) and bool(target and target.harness)
+
+    def action_checkup(self) -> None:
+        """Every training check on the harness, as ``torchdoctor check`` runs them."""
+        target = self.doctor.target
+        if target is None or not target.harness:
+            self.ask_for_target("The checkup trains your model on one batch.",
+                                self.action_checkup)
+            return
+        if self.phase != "test":
+            self.session.goto("test")
+        self.checkup = SymptomCheckup(self.session, target.harness, self.patients,
+                                      self.doctor.knowledge(), self.doctor.hypothesis_spec)
+        self.run_step("checkup", f"checkup of {os.path.basename(target.harness)}")
+
+    def _record_fix_under_test(self) -> None:
+        """What the verification tests: the confirmed cause's fix, journaled once per cause."""
+        hyp = self._fix_hypothesis()
+        fix = self.session.state.fix
+        if hyp is None or (fix is not None and fix.get("hypothesis") == hyp.key):
+            return
+        summary = (hyp.fix or {}).get("summary") or f"your change for: {hyp.statement}"
+        self.session.record_fix(summary, hyp.key)
 
     def ask_for_target(self, why: str, then: Any) -> None:
         """No target yet: ask for one on the spot, then carry on with ``then``."""
@@ -326,11 +417,59 @@ class TorchDoctorApp(App[int]):
     def run_step(self, step: str, label: str, *args: Any) -> None:
         self.busy = label
         self._busy_since = time.monotonic()
+        self._progress = (0, 0, "")
+        self._cancelling = False
         self.main_screen.query_one("#busy").display = True
+        self.patients.forget()
+        output = self.main_screen.query_one("#live-output", Static)
+        output.display = step in SHOWS_OUTPUT
+        output.border_title = "output of " + (self.doctor.target.label if self.doctor.target
+                                              else "the target")
+        output.update("")
         self._tick()
         self.refresh_bindings()
         self.doctor.begin()
         self._step_worker(step, args)
+
+    def _run_checkup(self) -> dict:
+        """In the worker: the checkup ``action_checkup`` set up, reporting each check."""
+        return self.checkup.run(lambda *p: self.call_from_thread(self._show_progress, *p))
+
+    def _verify_patch(self) -> dict:
+        """In the worker: the patch tried on a copy, reporting each run."""
+        return self.patch.verify(lambda line: self.call_from_thread(self._patch_progress, line))
+
+    def _patch_progress(self, line: str) -> None:
+        """From the worker: which run of the verification is going on."""
+        self.busy = line
+        self._tick()
+
+    def action_verify_patch(self) -> None:
+        self.run_step("patch", "verifying the patch on a scratch copy")
+
+    def action_write_patch(self) -> None:
+        chosen = self.patch.verified
+
+        def answered(text: str | None) -> None:
+            if (text or "").strip().lower() not in ("y", "yes"):
+                self.notify("Nothing written.")
+                return
+            try:
+                self.notify(self.patch.write(), timeout=10)
+            except (OSError, ValueError) as problem:
+                self.push_screen(ErrorPanel("Could not write the patch", str(problem)))
+            self.refresh_all()
+
+        self.push_screen(Ask(f"Write the verified patch to {chosen.patch.file}? (a backup is "
+                             "kept beside it) y/n", "y"), answered)
+
+    def _show_progress(self, done: int, planned: int, now: str) -> None:
+        """From the checkup's worker thread: how far it got."""
+        self._progress = (done, planned, now)
+        bar = self.main_screen.query_one("#busy-bar", ProgressBar)
+        if planned:
+            bar.update(total=planned, progress=done)
+        self._tick()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="step")
     def _step_worker(self, step: str, args: tuple) -> None:
@@ -339,13 +478,18 @@ class TorchDoctorApp(App[int]):
 
         method = {"reproduce": self.doctor.reproduce, "gather": self.doctor.gather,
                   "test": self.doctor.test, "fix": self.doctor.verify,
-                  "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text}[step]
+                  "bisect": self.doctor.bisect, "diagnose": self.doctor.diagnose_text,
+                  "checkup": self._run_checkup, "patch": self._verify_patch}[step]
+        stopped = StepFailed(step, "Cancelled: the patient running it was stopped. Press r to"
+                             " run it again.", True)
         try:
             result = method(*args)
         except Cancelled:
-            self.post_message(StepFailed(step, "Cancelled: the patient running it was stopped."
-                                         " Press r to run it again.", True))
-        except (PatientError, ValueError, OSError) as exc:
+            self.post_message(stopped)
+        except PatientError as exc:
+            # A patient killed by esc dies like any other; the person asked for it.
+            self.post_message(stopped if self._cancelling else StepFailed(step, str(exc)))
+        except (ValueError, OSError) as exc:
             self.post_message(StepFailed(step, str(exc)))
         else:
             self.post_message(StepFinished(step, result))
@@ -355,7 +499,18 @@ class TorchDoctorApp(App[int]):
         # An indeterminate bar animates forever, even hidden; park it while idle.
         self.main_screen.query_one("#busy-bar", ProgressBar).update(total=1, progress=0)
         self.main_screen.query_one("#busy").display = False
+        output = self.main_screen.query_one("#live-output", Static)
+        if output.display:
+            self._keep_output()
+        output.display = False
         self.refresh_bindings()
+
+    def _keep_output(self) -> None:
+        """The script's last lines go into the journal, as a terminal's scrollback keeps them."""
+        tail = self.patients.tail()
+        if tail.strip():
+            label = self.doctor.target.label if self.doctor.target else "the target"
+            self.session.note(f"output of {label} (last lines):\n{tail}")
 
     @on(StepFinished)
     def _step_finished(self, message: StepFinished) -> None:
@@ -365,7 +520,11 @@ class TorchDoctorApp(App[int]):
             self.notify(result["detail"], severity="information" if result["same"] else "warning")
         elif message.step == "test":
             self.notify(f"{result['verdict']}: {_shorten(result['summary'], 90)}")
-        elif message.step == "fix":
+        elif message.step == "checkup":
+            found = len(result["confirmed"])
+            self.notify(f"{result['checks']} checks, {result['failed']} failed; "
+                        + (f"{found} confirmed, listed first" if found else "no cause confirmed"))
+        elif message.step in ("fix", "patch"):
             self.verify_detail = result["detail"]
             self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
                         severity="information" if result["passed"] else "warning")
@@ -398,7 +557,12 @@ class TorchDoctorApp(App[int]):
 
     def action_cancel(self) -> None:
         if self.busy:
+            self._cancelling = True
             self.doctor.cancel()
+            if self.checkup is not None:
+                self.checkup.cancel()
+            if self.patch is not None:
+                self.patch.cancel()
             self.main_screen.query_one("#busy-label", Label).update("stopping …")
 
     # -- hypotheses -------------------------------------------------------------------------
@@ -493,6 +657,14 @@ class TorchDoctorApp(App[int]):
                           result["source"])
         self.refresh_all()
 
+    def action_diagnose_new_error(self) -> None:
+        """The rerun raised another error: diagnose it in a session of its own."""
+        text = views.different_error(self.session.state)
+        if text is None:
+            return
+        self._new_session()
+        self.run_step("diagnose", "matching the knowledge base", text, "script")
+
     def _new_session(self) -> None:
         """A new error gets a new session, so its hypotheses are not mixed with the last one's."""
         old = self.session
@@ -550,12 +722,19 @@ class TorchDoctorApp(App[int]):
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
 
     def on_unmount(self) -> None:
+        if self.checkup is not None:
+            self.checkup.cancel()
         self.doctor.cancel()
         self.doctor.close()
 
 
 _PHASE_SCREEN_ACTIONS = {"next_phase", "previous_phase", "run_step", "add_hypothesis", "reject",
-                         "confirm", "move", "apply_demo_fix", "goto", "intake", "bisect"}
+                         "confirm", "move", "apply_demo_fix", "goto", "intake", "bisect",
+                         "checkup", "diagnose_new_error", "verify_patch", "write_patch"}
+_WAIT_FOR_STEP = {"run_step", "add_hypothesis", "reject", "confirm", "move", "bisect",
+                  "checkup", "apply_demo_fix", "diagnose_new_error", "verify_patch",
+                  "write_patch"}
+OUTPUT_LINES = 6
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -44,7 +44,7 @@ class BisectScreen(Screen[None]):
                     classes="screen-title")
         yield DataTable(id="modules", cursor_type="row")
         yield Static(id="bisect-view")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("#", "module", "range")

@@ -79,7 +79,7 @@ class IntakeScreen(Screen[dict | None]):
             yield Button("Diagnose", id="diagnose", variant="primary")
         with Vertical(classes="row"):
             yield Label("", id="intake-status")
-        yield Footer()
+        yield Footer(compact=True)
 
     @on(OptionList.OptionSelected, "#symptoms")
     def _symptom(self, event: OptionList.OptionSelected) -> None:

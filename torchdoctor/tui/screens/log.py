@@ -30,7 +30,7 @@ class LogScreen(Screen[None]):
         yield Label(f"Hypothesis log — session {Path(self.journal_path).parent.name}",
                     id="log-title", markup=False)
         yield RichLog(id="log", wrap=True, highlight=False, markup=False)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         log = self.query_one(RichLog)

@@ -45,6 +45,7 @@ class Ask(ModalScreen[str | None]):
         with Vertical(classes="modal"):
             yield Label(self.question, classes="modal-title", markup=False)
             yield Input(placeholder=self.placeholder, id="ask-input")
+            yield Label("enter submits · esc cancels", classes="modal-hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)

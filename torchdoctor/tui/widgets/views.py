@@ -24,18 +24,58 @@ STATE_STYLE = {
 
 
 def done_phases(state: SessionState) -> set[str]:
-    """The phases to tick: Reproduce only once something was rerun, not merely passed by."""
+    """The phases to tick, each only on its own evidence, never for being passed by.
+
+    Reproduce: a rerun failed the same way. Test: a hypothesis was confirmed.
+    Fix: a verification passed. Gather and Hypothesize hold facts, not proofs,
+    so passing them is what counts.
+    """
     done = set(state.completed)
-    if not state.reproductions:
+    if not any(run.get("same") for run in state.reproductions):
         done.discard("reproduce")
+    if not any(h.state == "confirmed" for h in state.hypotheses.values()):
+        done.discard("test")
+    if not state.verified:
+        done.discard("fix")
     return done
+
+
+def different_error(state: SessionState) -> str | None:
+    """The text of the other error the last rerun raised, to diagnose on its own; else None."""
+    last = state.reproductions[-1] if state.reproductions else {}
+    error = last.get("error") or {}
+    if last.get("same") or not error.get("type"):
+        return None
+    return error.get("traceback") or f"{error['type']}: {error.get('message') or ''}"
+
+
+def is_symptom(state: SessionState) -> bool:
+    """A described symptom (no exception): its Test phase is the checkup."""
+    return bool(state.error) and not state.error.get("type")
+
+
+def verify_plan(target: Any) -> str:
+    """Exactly what pressing r in Fix & verify will run, and what counts as passing."""
+    if target is None:
+        return "nothing yet: it needs a script or a harness to rerun"
+    steps = []
+    if target.script:
+        steps.append(f"rerun {target.label} with seed 0 in a fresh process; it passes if "
+                     "the script ends without an exception")
+    elif target.harness:
+        steps.append(f"run one training step of {target.harness.rsplit('/', 1)[-1]} in a "
+                     "fresh process; it passes if the step raises nothing")
+    if target.harness:
+        steps.append("then overfit one batch (overfit_batch); it passes if that batch's "
+                     "loss falls close to zero")
+    return ", ".join(steps)
 
 
 NEEDS_TARGET = "press r to name a script or a harness (file.py:make)"
 
 
 def needs_next(state: SessionState, phase: str, has_target: bool,
-               report: str | None = None) -> str:
+               report: str | None = None, checkup: bool = False) -> str:
     """One line: what the current phase still needs from the person (or where the report went)."""
     if report:
         return f"Report written to {report}"
@@ -45,8 +85,11 @@ def needs_next(state: SessionState, phase: str, has_target: bool,
         skip = "; or n to read on" if phase != "fix" else ""
         return f"{what} needs your code: {NEEDS_TARGET}{skip}."
     if phase == "reproduce":
-        if "reproduce" in state.completed:
+        if "reproduce" in done_phases(state):
             return "Reproduced. Next: n to gather the facts."
+        if different_error(state):
+            return ("A different error came back: d diagnoses it as its own session; r reruns;"
+                    " n reads on.")
         return "Press r to rerun the target with seed 0 in a fresh patient."
     if phase == "gather":
         if not has_target:
@@ -62,10 +105,12 @@ def needs_next(state: SessionState, phase: str, has_target: bool,
     if phase == "test":
         if any(h.state == "confirmed" for h in state.hypotheses.values()):
             return "A cause is confirmed. Next: n to fix and verify."
+        if checkup:
+            return "Press r to run the whole training checkup on the harness (esc cancels)."
         return "Pick a hypothesis and press r to run its probe (esc cancels)."
     if state.verified:
-        return "Verified: the rerun passes. Export the report with e."
-    return "Change the code, then press r to rerun the target and overfit one batch."
+        return "Verified. Export the report with e."
+    return "Change your code as the fix says, then press r to verify (what it runs: below)."
 
 
 def error_view(error: dict | None, input_text: str | None) -> RenderableType:
@@ -220,14 +265,46 @@ def result_view(hyp: Hypothesis | None) -> RenderableType:
     return Panel(Group(*lines), title="result", title_align="left")
 
 
+def patch_view(step: Any) -> RenderableType | None:
+    """The diff of the user's own file for the confirmed cause, and what v and w do with it."""
+    from rich.syntax import Syntax
+
+    patch = step.first
+    if patch is None:
+        reasons = [p.reason for p in step.proposals or () if p.reason]
+        return Text("no patch: " + (reasons[0] if reasons else "nothing to rewrite"),
+                    style="dim") if reasons else None
+    verified = step.verified
+    if step.written is not None:
+        title = "written to your file (the original kept as .orig)"
+    elif verified is not None:
+        title = "verified on a copy"
+    else:
+        title = "the patch, not yet verified"
+    body = Group(Text(patch.what, style="bold"),
+                 Syntax(patch.diff.rstrip(), "diff", word_wrap=True))
+    return Panel(body, title=title, title_align="left")
+
+
+def patch_next(step: Any) -> str:
+    """The next-step line while phase five has a patch of the user's code."""
+    if step.written is not None:
+        return "The patch is in your file. Run your training; e exports the report."
+    if step.verified is not None:
+        return "Verified on a copy. w writes it to your file (a backup is kept); e exports."
+    return step.describe() + ". Your files stay as they are."
+
+
 def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, str] | None,
-             demo_applied: bool, verify_detail: str = "") -> RenderableType:
+             demo_applied: bool, verify_detail: str = "", plan: str = "",
+             patch: RenderableType | None = None) -> RenderableType:
     parts: list[RenderableType] = []
     if hyp is None:
         parts.append(Text("No hypothesis confirmed yet: the fix follows from the cause. Test "
                           "one (4, then r), or confirm one you know holds (y).", style="dim"))
+        # Only an untested hypothesis leads: a test that did not confirm one weighs against it.
         leading = next((h for h in state.hypotheses.values()
-                        if h.state not in ("rejected", "error") and (h.fix or {}).get("summary")),
+                        if h.state in ("proposed", "untested") and (h.fix or {}).get("summary")),
                        None)
         if leading is not None:  # a paste-only session still learns what the fix would be
             fix = leading.fix or {}
@@ -240,11 +317,17 @@ def fix_view(state: SessionState, hyp: Hypothesis | None, demo_fix: tuple[str, s
         fix: dict[str, Any] = hyp.fix or {}
         if fix.get("summary"):
             parts.append(Text.assemble(("fix: ", "bold"), fix["summary"]))
-        parts.extend(_before_after(fix.get("before"), fix.get("after"), "the pattern"))
+        if patch is not None:
+            parts.append(patch)  # their own lines, not the knowledge base's pattern
+        else:
+            parts.extend(_before_after(fix.get("before"), fix.get("after"), "the pattern"))
     if demo_fix is not None:
         before, after = demo_fix
         status = "applied to the copy" if demo_applied else "press f to apply it to the copy"
         parts.extend(_before_after(before, after, f"the demo's fix ({status})"))
+    if plan:
+        ran = state.verified is not None
+        parts.insert(0, Text.assemble(("it ran: " if ran else "r will ", "bold"), plan))
     if state.verified is not None:  # the outcome first: it is what the person waits for
         passed = state.verified
         parts.insert(0, Text(("✓ verified: " if passed else "✗ not yet: ") + verify_detail,
