@@ -253,3 +253,27 @@ def test_a_running_total_kept_as_a_tensor_is_a_holder_of_every_steps_graph():
     assert_points_at_bug(result, "running_total_leak")
     cell = dict(zip(ctx.train_step.__code__.co_freevars, ctx.train_step.__closure__))["total"]
     assert cell.cell_contents == 0.0, "the probe undoes what its own steps accumulated"
+
+
+def test_a_batch_that_would_fit_within_patience_is_no_optimisation_bug():
+    from torchdoctor.investigation.verdicts import judge
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("healthy_mlp", "overfit_batch", steps=4)
+    facts = result["facts"]
+    assert facts["learned"] is False and facts["reduction"] > 0.75
+    assert facts["steps_to_fit"] <= facts["patience_steps"]
+    entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
+    bug = next(h for h in entry.hypotheses if h.id == "optimisation_bug")
+    assert judge(bug, result, {}).verdict == "rejected"
+
+
+def test_a_batch_whose_loss_does_not_fall_at_all_confirms_an_optimisation_bug():
+    from torchdoctor.investigation.verdicts import judge
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("missing_step", "overfit_batch", steps=20)
+    assert result["status"] == "fail" and result["facts"]["steps_to_fit"] is None
+    entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
+    bug = next(h for h in entry.hypotheses if h.id == "optimisation_bug")
+    assert judge(bug, result, {}).verdict == "confirmed"
