@@ -212,11 +212,22 @@ class Outcome:
     """What ``diagnose`` made of one case."""
 
     case: Case
-    got: list[tuple[str, str]]  # (entry id, category), best first
+    got: list[tuple[str, str]]  # recognised (entry id, category), best first
+    similar: list[tuple[str, str]] = field(default_factory=list)  # only resembling ones
+    score: float | None = None  # the top recognised match's score
 
     @property
     def nothing(self) -> bool:
-        return not self.got
+        """Not even a similar entry: the paste reads as holding no error and no symptom."""
+        return not self.got and not self.similar
+
+    @property
+    def similar_only(self) -> bool:
+        return not self.got and bool(self.similar)
+
+    @property
+    def similar3_entry(self) -> bool:
+        return self.similar_only and self.case.expected in [e for e, _ in self.similar[:3]]
 
     @property
     def top1_category(self) -> bool:
@@ -241,8 +252,11 @@ def score(cases: list[Case], kb: object) -> list[Outcome]:
 
     outcomes = []
     for case in cases:
-        matches = diagnose(case.paste, kb).matches
-        outcomes.append(Outcome(case, [(m.entry.id, m.entry.category) for m in matches]))
+        diagnosis = diagnose(case.paste, kb)
+        got = [(m.entry.id, m.entry.category) for m in diagnosis.matches]
+        resembling = [(m.entry.id, m.entry.category) for m in diagnosis.similar]
+        top = diagnosis.matches[0].score if diagnosis.matches else None
+        outcomes.append(Outcome(case, got, resembling, top))
     return outcomes
 
 
@@ -257,4 +271,14 @@ def figures(outcomes: list[Outcome]) -> dict[str, float]:
         "top1_entry": sum(o.top1_entry for o in outcomes) / total,
         "top3_entry": sum(o.top3_entry for o in outcomes) / total,
         "nothing_matched": sum(o.nothing for o in outcomes) / total,
+        "similar_only": sum(o.similar_only for o in outcomes) / total,
+        "similar3_entry": sum(o.similar3_entry for o in outcomes) / total,
     }
+
+
+def calibration(outcomes: list[Outcome], threshold: float) -> dict[str, float]:
+    """How often a top recognised match at or above ``threshold`` names the
+    expected entry (precision), and what share of all cases get one (coverage)."""
+    above = [o for o in outcomes if o.score is not None and o.score >= threshold]
+    return {"precision": sum(o.top1_entry for o in above) / (len(above) or 1),
+            "coverage": len(above) / (len(outcomes) or 1), "count": len(above)}

@@ -141,3 +141,57 @@ def test_no_file_on_a_terminal_explains_how_to_paste(monkeypatch, capsys):
     assert diagnose_command.run(args) == 2
     err = capsys.readouterr().err
     assert "pbpaste | torchdoctor diagnose -" in err
+
+
+def test_a_confident_match_is_worded_probably_and_a_weaker_one_a_guess():
+    confident = text_of(torchdoctor("diagnose", str(FIXTURE)))
+    assert "What it probably is" in confident and "1. probably: " in confident
+    guess = torchdoctor("diagnose", "-", stdin=b"loss stays at 2.30 with 10 classes\n")
+    assert guess.returncode == 0, guess.stderr
+    out = text_of(guess)
+    assert "a guess" in out and "What it probably is" not in out
+
+
+UNRECOGNISED_CHECKPOINT = b"""Traceback (most recent call last):
+  File "train.py", line 9, in <module>
+    model.load_state_dict(torch.load("model.pth"))
+KeyError: 'state_dict' not found in checkpoint
+"""
+
+
+def test_an_unrecognised_error_shows_similar_entries_and_the_question_not_a_dead_end():
+    result = torchdoctor("diagnose", "-", stdin=UNRECOGNISED_CHECKPOINT)
+    out = text_of(result)
+    assert result.returncode == 1, "nothing was recognised"
+    assert "Nothing matched" not in out
+    assert "1. similar, not recognised: " in out and "To tell them apart:" in out
+    shape = json.loads(torchdoctor("diagnose", "-", "--json", "--top", "2",
+                                   stdin=UNRECOGNISED_CHECKPOINT).stdout)
+    assert shape["kind"] == "similar" and shape["matches"] == []
+    assert len(shape["similar"]) == 2
+    assert {m["kind"] for m in shape["similar"]} == {"similar"}
+    assert {m["category"] for m in shape["similar"]} == {"state_dict"}
+    assert shape["question"]
+
+
+def test_an_error_from_another_library_is_named_with_its_frame():
+    paste = (b'Traceback (most recent call last):\n  File "train.py", line 40, in <module>\n'
+             b'    for x, y in loader:\n  File "/home/me/data.py", line 22, in __getitem__\n'
+             b'    img = open(self.root + name, "rb")\n'
+             b"FileNotFoundError: [Errno 2] No such file or directory: 'imagesfoo_1.png'\n")
+    out = text_of(torchdoctor("diagnose", "-", stdin=paste))
+    assert "Not a torch error: a file or folder path that does not exist" in out
+    assert "raised at /home/me/data.py:22 in __getitem__" in out
+
+
+def test_the_test_it_hint_names_the_script_the_traceback_ran():
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/gan/train_gan.py", line 88, in <module>\n    main()\n'
+        '  File "/home/me/gan/models.py", line 30, in forward\n    x = self.fc(x)\n'
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x57600 and 9216x128)\n")
+    hints = [line for line in text_of(torchdoctor("diagnose", "-", stdin=paste.encode()))
+             .splitlines() if "test it:" in line]
+    assert hints and all("torchdoctor run train_gan.py" in line for line in hints
+                         if "torchdoctor run" in line)
+    assert not any("train.py" in line for line in hints)

@@ -14,6 +14,8 @@ import pytest
 
 from torchdoctor.knowledge import Entry, Fix, Hypothesis, KnowledgeBase, Pattern
 from torchdoctor.match import (
+    CONFIDENT,
+    CONTESTED_PENALTY,
     TIER_MESSAGE,
     TIER_REGEX,
     TIER_SYMPTOM,
@@ -104,8 +106,11 @@ def test_tiers_type_and_regex_then_regex_then_message_wording():
            "ValueError: the widget 7 broke\n"
     matches = diagnose(text, kb(worded, untyped, typed)).matches
     assert [m.entry.id for m in matches] == ["other.typed", "other.untyped"]
-    assert TIER_TYPE_AND_REGEX <= matches[0].score < TIER_TYPE_AND_REGEX + 1
-    assert TIER_REGEX <= matches[1].score < TIER_REGEX + 1
+    alone = [diagnose(text, kb(one)).matches[0].score for one in (typed, untyped)]
+    assert TIER_TYPE_AND_REGEX <= alone[0] < TIER_TYPE_AND_REGEX + 1
+    assert TIER_REGEX <= alone[1] < TIER_REGEX + 1
+    # Two entries matching one paste each lose the same penalty: the order stays.
+    assert [m.score for m in matches] == [round(a - CONTESTED_PENALTY, 4) for a in alone]
     only_wording = diagnose(text, kb(worded)).matches
     assert [m.entry.id for m in only_wording] == ["other.worded"]
     assert TIER_MESSAGE <= only_wording[0].score < TIER_MESSAGE + 1
@@ -315,3 +320,96 @@ def test_prose_leaves_out_the_parts_that_quote_unknown_numbers():
         " a uniform guess.")
     assert fill_prose("sized for {a} along dimension {b}", {}) == "sized for ? along dimension ?"
     assert fill("x = {a}", {}) == "x = ?"  # code is never rewritten
+
+
+# --- confidence, similar entries, other libraries -------------------------------------
+
+COLLATE = entry("dataloader.collate_sizes",
+                patterns=[("RuntimeError", r"stack expects each tensor to be equal size")])
+CHECKPOINT = entry("state_dict.missing_keys",
+                   patterns=[("RuntimeError", r"Error\(s\) in loading state_dict for \w+")])
+NAN = entry("numerics.nan_loss", symptoms=[r"loss (is|becomes) nan"])
+
+
+def test_an_uncontested_typed_match_is_confident_and_a_contested_one_a_guess():
+    text = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (32x4096 and 1024x10)"
+    alone = diagnose(text, kb(LINEAR)).matches[0]
+    assert alone.confident and alone.score >= CONFIDENT
+    contested = diagnose(text, kb(LINEAR, MATMUL_ANY)).matches[0]
+    assert contested.entry.id == "shape.linear_in_features"
+    assert not contested.confident and "other entries matched too" in contested.reason
+    assert diagnose(text, kb(LINEAR)).to_dict()["matches"][0]["confident"] is True
+
+
+def test_an_unrecognised_error_gets_similar_entries_below_every_tier_and_a_question():
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+            "    model.load_state_dict(torch.load(path))\n"
+            "KeyError: 'state_dict' missing while loading the checkpoint\n")
+    diagnosis = diagnose(text, kb(LINEAR, COLLATE, CHECKPOINT, NAN))
+    assert diagnosis.matches == [] and diagnosis.kind == "similar"
+    assert diagnosis.similar[0].entry.id == "state_dict.missing_keys"
+    assert all(m.kind == "similar" and m.score < TIER_SYMPTOM and not m.confident
+               for m in diagnosis.similar)
+    assert len(diagnosis.similar) <= 3
+    shape = diagnosis.to_dict()
+    assert shape["kind"] == "similar" and shape["matches"] == []
+    assert shape["similar"][0]["kind"] == "similar"
+
+
+def test_the_question_names_the_places_when_categories_differ_and_the_entries_otherwise():
+    from torchdoctor.similar import telling_question
+
+    assert telling_question([CHECKPOINT, LINEAR]) == (
+        "Did this happen while saving or loading a checkpoint or in the forward pass, "
+        "where two shapes meet?")
+    assert telling_question([LINEAR, MATMUL_ANY]) == (
+        "Which describes it: title of shape.linear_in_features or "
+        "title of shape.matmul_generic?")
+    assert telling_question([LINEAR]) is None
+
+
+def test_text_with_no_error_and_no_symptom_is_the_only_dead_end():
+    diagnosis = diagnose("the weather is lovely today", kb(LINEAR, COLLATE, CHECKPOINT, NAN))
+    assert (diagnosis.kind, diagnosis.matches, diagnosis.similar) == ("nothing", [], [])
+    assert diagnosis.to_dict()["question"] is None
+
+
+PIL_ERROR = """Traceback (most recent call last):
+  File "train.py", line 12, in <module>
+    img = Image.open(path)
+  File "/usr/lib/python3.10/site-packages/PIL/Image.py", line 3186, in open
+    raise UnidentifiedImageError(
+PIL.UnidentifiedImageError: cannot identify image file 'data/x.jpg'
+"""
+DATASET_PATH = """Traceback (most recent call last):
+  File "train.py", line 40, in <module>
+    for x, y in loader:
+  File "/home/me/data.py", line 22, in __getitem__
+    img = open(self.root + name, "rb")
+FileNotFoundError: [Errno 2] No such file or directory: 'imagesfoo_1.png'
+"""
+TOKENIZER = """Traceback (most recent call last):
+  File "prep.py", line 3, in <module>
+    tok = AutoTokenizer.from_pretrained("./ckpt")
+  File "/venv/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", line 2010, in from_pretrained
+    raise EnvironmentError(
+OSError: Can't load tokenizer for './ckpt'.
+"""
+
+
+@pytest.mark.parametrize("text, library, function", [
+    (PIL_ERROR, "PIL", "open"),
+    (DATASET_PATH, "the filesystem", "__getitem__"),
+    (TOKENIZER, "transformers", "from_pretrained"),
+    ("ModuleNotFoundError: No module named 'cv2'", "cv2", None),
+])
+def test_an_error_from_another_library_is_named_with_the_frame_that_raised_it(
+        text, library, function):
+    origin = diagnose(text, kb(LINEAR)).to_dict()["raised_by"]
+    assert origin["library"] == library
+    assert (origin["frame"] or {}).get("function") == function
+
+
+def test_torchs_own_errors_are_not_put_on_another_library():
+    assert diagnose(LINEAR_TRACEBACK, kb(LINEAR)).raised_by is None
+    assert diagnose("ModuleNotFoundError: No module named 'torch._C'", kb(LINEAR)).raised_by is None

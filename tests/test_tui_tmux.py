@@ -81,8 +81,6 @@ def test_a_paste_walks_to_a_report_with_cause_and_verified_fix(paste_walk):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="a rerun of the pasted failure is not yet judged the same"
-                   " error (issue 12, item 3), so a paste gets no minimal repro")
 def test_a_paste_reproduces_and_its_report_holds_the_repro(paste_walk):
     _, report, _ = paste_walk
     assert "reproduced: the same error came back" in report

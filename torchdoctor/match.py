@@ -22,6 +22,18 @@ names the real cause), +0.05 when the phase agrees with the category (and
 groups the pattern pinned down); a match on a non-root link of the chain
 counts 0.6 of that. Ties go to the id, so the order is deterministic.
 
+Calibration: when patterns of two or more entries match one paste, every
+pattern match loses ``CONTESTED_PENALTY`` (the order stays; the certainty
+goes). Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
+prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
+type and a pattern agree and no other entry's pattern matched — names the
+right entry at least 95 % of the time; below it a match is worded as a guess.
+
+No dead ends: when nothing is recognised, the entries that resemble the paste
+most (``similar.py``) are returned in ``Diagnosis.similar`` (``kind="similar"``,
+never in ``matches``) with a score below every recognised tier, with the question that tells them apart; and an error
+another library raised is named with its frame (``raised_by.py``).
+
 Speed: each pattern's regex has a *required literal*: the longest run of
 plain characters that any match must contain (read from the regex's parse
 tree, so escapes and groups are handled). Before running a regex we check
@@ -37,9 +49,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchdoctor import facts as derived_facts
-from torchdoctor import private_cache, symptoms
+from torchdoctor import private_cache, similar, symptoms
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded
 from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.raised_by import raised_by
 
 try:  # Python 3.11+
     from re import _parser as _sre_parse  # type: ignore[attr-defined]
@@ -54,6 +67,9 @@ ASSERT_BONUS = 0.3
 PHASE_BONUS = 0.05
 SPECIFICITY_WEIGHT = 0.4
 OTHER_LINK_WEIGHT = 0.6
+CONTESTED_PENALTY = 0.5
+# A top match at or above this is right >= 95 % of the time on the corpus (see above).
+CONFIDENT = 3.0
 
 # The phase an error of this category usually happens in.
 _CATEGORY_PHASE = {
@@ -163,6 +179,14 @@ class MatchIndex:
                 self.messages.append(_CompiledMessage(entry, _normalise(str(message))))
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
+        self._similarity: similar.SimilarityIndex | None = None
+
+    @property
+    def similarity(self) -> similar.SimilarityIndex:
+        """Built on first use: only unrecognised pastes need it."""
+        if self._similarity is None:
+            self._similarity = similar.SimilarityIndex(self.entries)
+        return self._similarity
 
 
 class _LiteralCache:
@@ -245,10 +269,19 @@ class Match:
     fields: dict = field(default_factory=dict)
     facts: list[str] = field(default_factory=list)
     hypotheses: list[dict] = field(default_factory=list)
+    # "match": a pattern, wording or symptom recognised it; "similar": it only resembles
+    kind: str = "match"
+
+    @property
+    def confident(self) -> bool:
+        """Worth saying "probably": see CONFIDENT."""
+        return self.kind == "match" and self.score >= CONFIDENT
 
     def to_dict(self) -> dict:
         return {
             "entry": self.entry.id,
+            "kind": self.kind,
+            "confident": self.confident,
             "category": getattr(self.entry, "category", ""),
             "title": getattr(self.entry, "title", ""),
             "score": self.score,
@@ -269,6 +302,15 @@ class Diagnosis:
     error: object | None  # a ParsedError when the text held one
     matches: list[Match] = field(default_factory=list)
     prose_fields: dict = field(default_factory=dict)
+    # When nothing is recognised: the entries it resembles, and the question between them.
+    similar: list[Match] = field(default_factory=list)
+    question: str | None = None
+    raised_by: dict | None = None  # another library raised the error: which, and where
+
+    @property
+    def kind(self) -> str:
+        """"match" (recognised), "similar" (only resembles entries) or "nothing"."""
+        return "match" if self.matches else "similar" if self.similar else "nothing"
 
     def to_dict(self) -> dict:
         if self.error is not None:
@@ -278,9 +320,13 @@ class Diagnosis:
                      "phase": None, "user_frame": None}
         return {
             "input": self.input,
+            "kind": self.kind,
             "error": error,
+            "raised_by": self.raised_by,
+            "question": self.question,
             "symptom_fields": dict(self.prose_fields),
             "matches": [match.to_dict() for match in self.matches],
+            "similar": [match.to_dict() for match in self.similar],
         }
 
 
@@ -442,6 +488,10 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
             candidate = _Candidate(pattern.entry, score, reason,
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
+    if len(best) > 1:
+        for candidate in best.values():
+            candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
+            candidate.reason += f"; {len(best) - 1} other entries matched too"
     return list(best.values())
 
 
@@ -535,7 +585,25 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         candidates = _match_prose(index, message)
     candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
     matches = [_build_match(c, prose_fields, message) for c in candidates]
-    return Diagnosis(kind, text, parsed, matches, prose_fields)
+    diagnosis = Diagnosis(kind, text, parsed, matches, prose_fields, raised_by=raised_by(parsed))
+    if not matches:
+        _add_similar(diagnosis, index, similar.query_text(parsed, tail), prose_fields, message)
+    return diagnosis
+
+
+def _add_similar(diagnosis: Diagnosis, index: MatchIndex, query: str, prose_fields: dict,
+                 message: str) -> None:
+    """The closest entries by their words, marked as resemblance, not recognition."""
+    found = index.similarity.rank(query)
+    for resemblance in found:
+        reason = ("similar, not recognised: shares "
+                  + ", ".join(repr(word) for word in resemblance.shared)
+                  + f" (similarity {resemblance.similarity:.2f})")
+        match = _build_match(_Candidate(resemblance.entry, resemblance.score, reason, {}),
+                             prose_fields, message)
+        match.kind = "similar"
+        diagnosis.similar.append(match)
+    diagnosis.question = similar.telling_question([r.entry for r in found])
 
 
 def _build_match(candidate: _Candidate, prose_fields: dict, message: str) -> Match:

@@ -80,15 +80,15 @@ def shorten(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return f"{text[:keep]} … {text[-keep:]}"
 
 
-def probe_command(probe: str) -> str:
-    """How a person runs one probe from the shell."""
+def probe_command(probe: str, script: str = "train.py") -> str:
+    """How a person runs one probe from the shell, on the script the traceback names."""
     if probe in _checkup_probes():
         return check_command([probe])
     spec = PROBES.get(probe)
     needs = spec.needs if spec else "target"
     if needs == "nothing":
         return f"torchdoctor check {HARNESS} --only {probe}"
-    return f"torchdoctor run train.py --only {probe}   (or: check {HARNESS} --only {probe})"
+    return f"torchdoctor run {script} --only {probe}   (or: check {HARNESS} --only {probe})"
 
 
 def check_command(probes: list[str]) -> str:
@@ -124,21 +124,76 @@ def suggested_checks(matches: list[Match]) -> list[dict]:
     return [by_probe[name] for name in order if name in by_probe]
 
 
+def wording(match: Match) -> str:
+    """How sure to sound: "probably" only above the calibrated CONFIDENT score."""
+    if match.kind == "similar":
+        return "similar, not recognised"
+    return "probably" if match.confident else "a guess"
+
+
 def render_diagnosis(diagnosis: Diagnosis, console: Console, top: int = 3) -> None:
     render_error(diagnosis, console)
+    render_raised_by(diagnosis, console)
     matches = diagnosis.matches[:top]
     if not matches:
-        render_no_match(diagnosis, console)
+        if diagnosis.similar:
+            render_similar(diagnosis, console, top)
+        else:
+            render_no_match(diagnosis, console)
         return
     more = len(diagnosis.matches) - len(matches)
     console.print()
-    heading = "What it probably is" + (f" (best {len(matches)} of {len(diagnosis.matches)})"
-                                       if more else "")
+    heading = ("What it probably is" if matches[0].confident
+               else "What it may be (a guess: no match is certain enough to say \"probably\")")
+    heading += f" (best {len(matches)} of {len(diagnosis.matches)})" if more else ""
     console.print(f"[bold]{heading}[/bold]")
+    script = traceback_script(diagnosis)
     for rank, match in enumerate(matches, start=1):
-        render_match(match, console, rank, detailed=rank == 1)
+        render_match(match, console, rank, detailed=rank == 1, script=script)
     if diagnosis.error is None:
         render_checks(suggested_checks(matches), console)
+
+
+def traceback_script(diagnosis: Diagnosis) -> str:
+    """The script the traceback ran (its outermost frame in the person's code), or train.py."""
+    error = diagnosis.error
+    frames = [f for f in (getattr(error, "frames", None) or []) if getattr(f, "is_user", False)]
+    if frames and str(frames[0].file).endswith(".py"):
+        return str(frames[0].file).replace("\\", "/").rsplit("/", 1)[-1]
+    return "train.py"
+
+
+def render_raised_by(diagnosis: Diagnosis, console: Console) -> None:
+    """Name the library that raised an error that is not torch's own."""
+    from rich.markup import escape
+
+    origin = diagnosis.raised_by
+    if not origin:
+        return
+    console.print()
+    library = "" if origin["library"] in origin["what"] else f" (raised by {origin['library']})"
+    console.print(f"[bold]Not a torch error:[/bold] {escape(origin['what'] + library)}")
+    frame = origin.get("frame")
+    if frame:
+        where = f"{frame['file']}:{frame['line']}" + (
+            f" in {frame['function']}" if frame.get("function") else "")
+        _indented(console, 2, f"raised at {escape(where)}")
+        if frame.get("code"):
+            _indented(console, 6, escape(str(frame["code"]).strip()))
+
+
+def render_similar(diagnosis: Diagnosis, console: Console, top: int) -> None:
+    """No entry recognises it: the closest ones, worded as resemblance, and the question."""
+    from rich.markup import escape
+
+    console.print()
+    console.print("[bold]Not recognised.[/bold] The closest entries (similar, not recognised; "
+                  "their scores are low on purpose):")
+    for rank, match in enumerate(diagnosis.similar[:top], start=1):
+        render_match(match, console, rank, detailed=False)
+    if diagnosis.question:
+        console.print()
+        _indented(console, 0, f"[bold]To tell them apart:[/bold] {escape(diagnosis.question)}")
 
 
 def render_checks(checks: list[dict], console: Console) -> None:
@@ -201,25 +256,27 @@ def _extras_notes(extras: dict) -> list[str]:
     return notes
 
 
-def render_match(match: Match, console: Console, rank: int, detailed: bool) -> None:
+def render_match(match: Match, console: Console, rank: int, detailed: bool,
+                 script: str = "train.py") -> None:
     from rich.markup import escape
 
     entry = match.entry
     console.print()
-    console.print(f"[bold]{rank}. {escape(entry.title)}[/bold]  [dim]{entry.id}  "
-                  f"score {match.score:.2f}[/dim]")
+    console.print(f"[bold]{rank}. {wording(match)}: {escape(entry.title)}[/bold]  "
+                  f"[dim]{entry.id}  score {match.score:.2f}[/dim]")
     _indented(console, 3, f"[dim]why this entry: {escape(match.reason)}[/dim]")
     for fact in match.facts:
         _indented(console, 3, f"• {escape(fact)}")
     hypotheses = match.hypotheses if detailed else match.hypotheses[:2]
     for number, hypothesis in enumerate(hypotheses, start=1):
-        _render_hypothesis(hypothesis, console, number, detailed)
+        _render_hypothesis(hypothesis, console, number, detailed, script)
     hidden = len(match.hypotheses) - len(hypotheses)
     if hidden:
         _indented(console, 3, f"[dim]… {hidden} more hypotheses (--json shows them all)[/dim]")
 
 
-def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed: bool) -> None:
+def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed: bool,
+                       script: str = "train.py") -> None:
     from rich.markup import escape
 
     _indented(console, 3, f"[bold]H{number}[/bold] {escape(hypothesis['statement'])}")
@@ -227,7 +284,7 @@ def _render_hypothesis(hypothesis: dict, console: Console, number: int, detailed
         _indented(console, 6, f"predicts: {escape(hypothesis['predicts'])}")
     probe = hypothesis.get("probe")
     if probe:
-        _indented(console, 6, f"test it: {escape(probe_command(probe['name']))}")
+        _indented(console, 6, f"test it: {escape(probe_command(probe['name'], script))}")
     fix = hypothesis.get("fix")
     if not fix:
         return

@@ -2,16 +2,21 @@
 
     python tests/perf/bench_corpus.py [--misses] [--form TAG] [--category NAME]
 
-Prints top-1/top-3 category and entry accuracy and the "nothing matched"
-rate, overall, per category, per kind of paste (form tag), per source and
-for torch before 1.8; then the entries the knowledge base lacks, by how many
-cases want them; then (with ``--misses``, or always when few) every case
-whose expected entry did not come first: id, expected, got.
+Prints top-1/top-3 category and entry accuracy, the share answered only with
+"similar, not recognised" entries (a miss for the accuracy columns; sim@3 is
+the share whose expected entry is among those three) and the "nothing
+matched" rate, overall, per category, per kind of paste (form tag), per
+source and for torch before 1.8; then the calibration of the top match's
+score (precision and coverage per score band, and at the documented
+``CONFIDENT`` threshold); then the entries the knowledge base lacks, by how
+many cases want them; then (with ``--misses``, or always when few) every
+case whose expected entry did not come first: id, expected, got.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -22,12 +27,25 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from corpus_cases import CATEGORIES, FORM_TAGS, Outcome, figures, load_cases, score  # noqa: E402
 
-from torchdoctor.knowledge import load_knowledge  # noqa: E402
+from corpus_cases import (
+    CATEGORIES,
+    FORM_TAGS,
+    Outcome,
+    calibration,
+    figures,
+    load_cases,
+    score,
+)
 
-COLUMNS = ("top1_category", "top3_category", "top1_entry", "top3_entry", "nothing_matched")
-HEADINGS = ("cat@1", "cat@3", "entry@1", "entry@3", "nothing")
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.match import CONFIDENT
+
+COLUMNS = ("top1_category", "top3_category", "top1_entry", "top3_entry", "similar_only",
+           "similar3_entry", "nothing_matched")
+HEADINGS = ("cat@1", "cat@3", "entry@1", "entry@3", "similar", "sim@3", "nothing")
+# Lower edges of the score bands the calibration table reports.
+BANDS = (0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 3.3, 3.6)
 
 
 def table(title: str, groups: list[tuple[str, list[Outcome]]]) -> None:
@@ -38,6 +56,23 @@ def table(title: str, groups: list[tuple[str, list[Outcome]]]) -> None:
         row = figures(outcomes)
         print(f"  {name:<22}{len(outcomes):>6}"
               + "".join(f"{row[c] * 100:>8.1f}%" for c in COLUMNS))
+
+
+def calibration_table(outcomes: list[Outcome]) -> None:
+    """Per band of the top recognised score: how often it is right, and how many get it."""
+    total = len(outcomes) or 1
+    print(f"\ncalibration (top recognised match){'cases':>10}{'right':>9}{'coverage':>10}")
+    edges = BANDS + (float("inf"),)
+    for low, high in itertools.pairwise(edges):
+        band = [o for o in outcomes if o.score is not None and low <= o.score < high]
+        if band:
+            name = f"{low:.1f} .. {high:.1f}" if high != float("inf") else f">= {low:.1f}"
+            right = sum(o.top1_entry for o in band) / len(band)
+            print(f"  score {name:<26}{len(band):>8}{right * 100:>8.1f}%"
+                  f"{len(band) / total * 100:>9.1f}%")
+    confident = calibration(outcomes, CONFIDENT)
+    print(f"  CONFIDENT = {CONFIDENT}: precision {confident['precision'] * 100:.1f}% "
+          f"over {confident['count']} cases, coverage {confident['coverage'] * 100:.1f}%")
 
 
 def main() -> int:
@@ -71,6 +106,8 @@ def main() -> int:
         ("entry missing", [o for o in outcomes if not o.case.expected]),
     ])
 
+    calibration_table(outcomes)
+
     wanted = Counter(o.case.wanted_entry["id"] for o in outcomes if not o.case.expected)
     print(f"\nentries the knowledge base lacks ({sum(wanted.values())} cases, "
           f"{len(wanted)} entries):")
@@ -85,13 +122,18 @@ def main() -> int:
             print(f"  {name} = {max(math.floor(overall[key] * 100) - 1, 0) / 100:.2f}")
         print(f"  CEILING_NOTHING_MATCHED = "
               f"{min(math.ceil(overall['nothing_matched'] * 100) + 1, 100) / 100:.2f}")
+        share = overall["similar3_entry"] / (overall["similar_only"] or 1.0)
+        print(f"  FLOOR_SIMILAR3_OF_UNRECOGNISED = "
+              f"{max(math.floor(share * 100) - 1, 0) / 100:.2f}")
         print(f"  MIN_CASES = {len(outcomes)}")
 
     misses = [o for o in outcomes if o.case.expected and not o.top1_entry]
     print(f"\nmisses with an entry in the knowledge base: {len(misses)}")
     if args.misses or len(misses) <= 40:
         for o in misses:
-            got = ", ".join(entry for entry, _ in o.got[:3]) or "nothing matched"
+            got = (", ".join(entry for entry, _ in o.got[:3])
+                   or ("similar: " + ", ".join(entry for entry, _ in o.similar[:3])
+                       if o.similar else "nothing matched"))
             print(f"  {o.case.group}/{o.case.id}: expected {o.case.expected}; got {got}")
     else:
         print("  (--misses lists them)")

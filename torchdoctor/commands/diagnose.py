@@ -1,6 +1,8 @@
 """``torchdoctor diagnose [FILE|-] [--json] [--top N]``: a paste in, a ranked diagnosis out.
 
-Exit status: 0 diagnosed, 1 nothing matched, 2 usage or input error. Bad
+Exit status: 0 diagnosed, 1 nothing recognised (similar entries may still be
+shown), 2 usage or input error. A match scoring below the calibrated
+``match.CONFIDENT`` is worded as a guess. Bad
 input (empty, binary, a directory, a missing file) gets one clear line on
 stderr, never a stack trace. Heavy imports (rich, the matcher) happen inside
 ``run`` so ``torchdoctor --help`` stays fast.
@@ -39,8 +41,8 @@ _HOW_TO_PASTE = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = ("Reads a traceback (or a sentence such as 'loss stays at 2.30 with 10 "
-                     "classes').\nExit status: 0 diagnosed, 1 nothing matched, 2 usage or "
-                     "input error.\n\n" + _HOW_TO_PASTE)
+                     "classes').\nExit status: 0 diagnosed, 1 nothing recognised (similar "
+                     "entries may be shown), 2 usage or input error.\n\n" + _HOW_TO_PASTE)
     parser.add_argument("file", nargs="?", metavar="FILE|-",
                         help="the traceback or log to read; '-' reads standard input")
     parser.add_argument("--json", action="store_true",
@@ -223,6 +225,7 @@ def _print_json(diagnosis: object, top: int, notes: list[str]) -> None:
 
     shape = diagnosis.to_dict()
     shape["matches"] = shape["matches"][:top]
+    shape["similar"] = shape["similar"][:top]
     checks = suggested_checks(diagnosis.matches[:top])
     shape["checks"] = checks
     shape["check_command"] = check_command([c["probe"] for c in checks]) if checks else None

@@ -21,10 +21,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
+from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
 from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES, Session
 from torchdoctor.tui.checkup_step import SymptomCheckup
 from torchdoctor.tui.commands import DoctorCommands
-from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
 from torchdoctor.tui.live_output import WatchedPatients
 from torchdoctor.tui.messages import StepFailed, StepFinished
 from torchdoctor.tui.screens.modals import Ask, ErrorPanel
@@ -529,10 +529,13 @@ class TorchDoctorApp(App[int]):
             self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
                         severity="information" if result["passed"] else "warning")
         elif message.step == "diagnose":
-            count = len(result.get("matches", []))
+            matches = result.get("matches", [])
             self.notify("No knowledge-base entry matches; add your own hypotheses (a)"
-                        if count == 0 else f"{count} knowledge-base "
-                        f"{'entry matches' if count == 1 else 'entries match'}")
+                        if not matches else
+                        f"{'probably' if matches[0].get('confident') else 'a guess'}: "
+                        f"{matches[0].get('title') or matches[0].get('entry')} "
+                        f"({len(matches)} knowledge-base "
+                        f"{'entry matches' if len(matches) == 1 else 'entries match'})")
             if self.phase == "reproduce" and self.doctor.target is None:
                 self.session.goto("gather")  # nothing to rerun: the error is the first fact
         self.refresh_all()
