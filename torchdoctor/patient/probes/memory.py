@@ -270,8 +270,8 @@ def _tensor_bindings(ctx: ProbeContext) -> dict[str, tuple[Any, Any, str]]:
         space = getattr(fn, "__globals__", {})
         for name in code.co_names:
             if name in space and isinstance(space[name], (int, float, torch.Tensor)):
-                found[name] = (lambda n=name: space.get(n),
-                               lambda v, n=name: space.__setitem__(n, v),
+                found[name] = (lambda n=name, g=space: g.get(n),
+                               lambda v, n=name, g=space: g.__setitem__(n, v),
                                f"{label}'s module globals")
         for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
             try:

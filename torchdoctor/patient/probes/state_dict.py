@@ -19,9 +19,9 @@ from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import first_line, never_raises
 from torchdoctor.patient.probes._failing_frames import (
+    built_at,
     failing_exception,
     find_local,
-    built_at,
     innermost_user_site,
 )
 from torchdoctor.patient.recorder.replay import recording_for
