@@ -219,3 +219,61 @@ def test_loss_at_init_warns_on_confident_wrong_predictions():
     result = run_probe("loss_at_init", ctx, {})
     assert result["status"] == "warn"
     assert result["facts"]["ratio"] > 2.5
+
+
+def test_a_loss_at_init_far_above_chance_is_no_evidence_against_the_labels():
+    from torchdoctor.criteria import verdict
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("loud_logits_at_init", "loss_at_init")
+    assert result["status"] == "warn" and result["facts"]["ratio"] > 2.5
+    entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
+    labels = next(h for h in entry.hypotheses if h.id == "labels_inputs_mismatched")
+    assert verdict(labels, result, {}) == "inconclusive"
+
+
+def test_the_census_reads_the_class_count_off_the_logits_not_the_last_linear():
+    from torchdoctor.criteria import verdict
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("similarity_logits", "census")
+    assert result["facts"]["classes_out"] == 32
+    assert result["facts"]["label_out_of_range"] is False
+    entry = load_knowledge(include_user=False).by_id["training.head_width_mismatch"]
+    zero_based = next(h for h in entry.hypotheses if h.id == "labels_not_zero_based")
+    assert verdict(zero_based, result, {}) != "confirmed"
+
+
+def test_a_running_total_kept_as_a_tensor_is_a_holder_of_every_steps_graph():
+    ctx = load("running_total_leak")
+    result = run_probe("memory_growth", ctx, {"steps": 10})
+    assert result["status"] == "fail"
+    holder = result["facts"]["holders"][0]
+    assert holder["name"] == "total" and holder["graph_nodes_added"] >= 10
+    assert_points_at_bug(result, "running_total_leak")
+    cell = dict(zip(ctx.train_step.__code__.co_freevars, ctx.train_step.__closure__))["total"]
+    assert cell.cell_contents == 0.0, "the probe undoes what its own steps accumulated"
+
+
+def test_a_batch_that_would_fit_within_patience_is_no_optimisation_bug():
+    from torchdoctor.investigation.verdicts import judge
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("healthy_mlp", "overfit_batch", steps=4)
+    facts = result["facts"]
+    assert facts["learned"] is False and facts["reduction"] > 0.75
+    assert facts["steps_to_fit"] <= facts["patience_steps"]
+    entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
+    bug = next(h for h in entry.hypotheses if h.id == "optimisation_bug")
+    assert judge(bug, result, {}).verdict == "rejected"
+
+
+def test_a_batch_whose_loss_does_not_fall_at_all_confirms_an_optimisation_bug():
+    from torchdoctor.investigation.verdicts import judge
+    from torchdoctor.knowledge import load_knowledge
+
+    result = check("missing_step", "overfit_batch", steps=20)
+    assert result["status"] == "fail" and result["facts"]["steps_to_fit"] is None
+    entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
+    bug = next(h for h in entry.hypotheses if h.id == "optimisation_bug")
+    assert judge(bug, result, {}).verdict == "confirmed"

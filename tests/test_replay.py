@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from torchdoctor.criteria import verdict
+from torchdoctor.investigation.verdicts import judge
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.patient import targets
 from torchdoctor.patient.context import ProbeContext
@@ -56,6 +57,11 @@ def hypothesis(entry_id: str, hyp_id: str) -> dict:
 
 def judged(entry_id: str, hyp_id: str, answer: dict) -> str:
     return verdict(hypothesis(entry_id, hyp_id), answer, {})
+
+
+def engine_verdict(entry_id: str, hyp_id: str, answer: dict) -> str:
+    """The verdict the investigation draws, which also weighs the probe's status."""
+    return judge(hypothesis(entry_id, hyp_id), answer, {}).verdict
 
 
 def check_contract(name: str, answer: dict) -> None:
@@ -175,7 +181,17 @@ def test_state_dict_diff_explains_a_head_of_1000_classes_loaded_into_7():
     assert "1000 classes" in facts["size_mismatches"][0]["meaning"]
     assert judged("state_dict.size_mismatch", "different_num_classes", answer) == "confirmed"
     assert judged("state_dict.size_mismatch", "different_config", answer) == "rejected"
-    assert answer["fix_at"]["line"] == marked("state_dict_head", "RAISES")
+    # The head's size was set where the model was built; the load only found it out.
+    assert answer["raised_at"]["line"] == marked("state_dict_head", "RAISES")
+    assert answer["fix_at"]["line"] == marked("state_dict_head", "FIX")
+
+
+def test_a_head_of_another_size_is_fixed_where_the_model_was_built_not_where_loaded():
+    answer = run_probe("state_dict_diff", crashed("state_dict_head_helper"), {})
+    assert answer["facts"]["head_mismatch"]["model_classes"] == 40
+    assert judged("state_dict.size_mismatch", "different_num_classes", answer) == "confirmed"
+    assert answer["raised_at"]["line"] == marked("state_dict_head_helper", "RAISES")
+    assert answer["fix_at"]["line"] == marked("state_dict_head_helper", "FIX")
 
 
 def test_state_dict_diff_finds_the_wrapper_prefix_and_groups_keys_by_layer():
@@ -330,3 +346,37 @@ def test_a_checkpoint_saved_from_the_wrapper_is_fixed_where_the_run_saved_it():
     assert answer["facts"]["prefix_in_checkpoint"] == "module."
     assert answer["raised_at"]["line"] == marked("state_dict_saved_wrapped", "RAISES")
     assert answer["fix_at"]["line"] == marked("state_dict_saved_wrapped", "FIX")
+
+
+def test_a_loss_rebuilt_from_argmax_is_traced_back_to_the_cut_in_the_graph():
+    answer = run_probe("provenance", crashed("argmax_cut"), {})
+    check_contract("provenance", answer)
+    assert answer["facts"]["property"] == "graph_cut"
+    assert answer["facts"]["cut_by"].endswith("argmax")
+    assert answer["raised_at"]["line"] == marked("argmax_cut", "RAISES")
+    assert answer["fix_at"]["line"] == marked("argmax_cut", "FIX")
+    assert engine_verdict("autograd.no_grad_fn", "graph_broken", answer) == "confirmed"
+
+
+def test_a_loss_computed_under_no_grad_is_no_cut_on_its_data_path():
+    answer = run_probe("provenance", crashed("under_no_grad"), {})
+    assert answer["facts"]["property"] != "graph_cut"
+    assert judged("autograd.no_grad_fn", "graph_broken", answer) != "confirmed"
+
+
+def test_integer_labels_into_bce_are_read_at_the_loss_call_and_traced_to_where_made():
+    answer = run_probe("loss_inputs", crashed("bce_integer_labels"), {})
+    check_contract("loss_inputs", answer)
+    assert answer["status"] == "fail" and answer["facts"]["target_dtype"] == "int64"
+    assert engine_verdict("dtype.bce_integer_target", "integer_labels", answer) == "confirmed"
+    assert answer["raised_at"]["line"] == marked("bce_integer_labels", "RAISES")
+    assert answer["fix_at"]["line"] == marked("bce_integer_labels", "FIX")
+
+
+def test_labels_with_a_trailing_dimension_are_read_at_the_loss_call():
+    answer = run_probe("loss_inputs", crashed("labels_trailing_dim"), {})
+    assert answer["facts"]["target_shape"] == [6, 1]
+    assert engine_verdict("shape.multi_target", "trailing_dim", answer) == "confirmed"
+    assert judged("shape.multi_target", "one_hot_integer", answer) == "inconclusive"
+    assert answer["raised_at"]["line"] == marked("labels_trailing_dim", "RAISES")
+    assert answer["fix_at"]["line"] == marked("labels_trailing_dim", "FIX")

@@ -452,7 +452,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "optimizer_steps", "could_not_see", "error_type", "error_message", "property",
                 "raised_at", "fix_at", "why", "write_kind", "write_op", "written_param",
                 "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
-                "operands", "offending_argument", "made_noncontiguous_at", "chain",
+                "operands", "offending_argument", "made_noncontiguous_at", "cut_by", "chain",
                 "recording_tail",
             ),
         ),

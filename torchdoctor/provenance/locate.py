@@ -25,6 +25,10 @@ _VALUE_WORDS = re.compile(r"between|out of bounds|out of range|index|elements of
 _NONCONTIGUOUS = ("permute", "transpose", "t", "mT", "T", "swapaxes", "swapdims", "movedim",
                   "expand", "narrow", "unfold")
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
+_DTYPE_WORDS = re.compile(r"dtype|scalar type|expected (?:scalar type )?(?:Float|Double|Long)"
+                          r"|Found dtype", re.IGNORECASE)
+_DETACHING = ("detach", "detach_")
+_REBUILDING = ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor")
 
 
 def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
@@ -43,7 +47,7 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
         answer["why"] = ("the replay did not fail" if recording.get("replay") != "none"
                          else "nothing was replayed")
         return answer
-    for walker in (_version, _device, _dtype, _shape, _value):
+    for walker in (_version, _graph_cut, _device, _dtype, _shape, _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -109,6 +113,48 @@ def _made_by(graph: Graph, tensor: dict, before: int, maker: str) -> bool:
     return made is not None and maker in str(made.get("op", "")).lower().replace("_", "")
 
 
+# ---------------------------------------------------------------- a cut in the graph
+
+
+def _graph_cut(graph: Graph, failure: dict, message: str) -> dict | None:
+    """The op on the loss's data path that left autograd: an integer result of float
+    values (``argmax``, a comparison, ``.long()``), a ``detach``, or a tensor rebuilt
+    from plain numbers (``torch.tensor(loss.item())``). Ops after it (``.float()``,
+    arithmetic) cannot bring the history back."""
+    if "does not require grad and does not have a grad_fn" not in message:
+        return None
+    operands = failure.get("inputs") or []
+    if not operands:
+        return None
+    path = graph.data_path(operands[0], failure["seq"])
+    cut = None
+    for event in path:
+        bare = str(event.get("op", "")).rsplit(".", 1)[-1]
+        main = graph.main_input(event)
+        out = (event.get("outputs") or [{}])[0]
+        if bare in _DETACHING or (main is None and bare in _REBUILDING):
+            cut = event
+            break
+        if main is not None and main.get("dtype") in _FLOATS and out.get("dtype") \
+                and out["dtype"] not in _FLOATS:
+            cut = event
+            break
+    if cut is None:
+        return None
+    return {
+        "property": "graph_cut", "cut_by": cut.get("op"), "fix_at": site(cut),
+        "chain": [step(e) for e in reversed(path)],
+        "why": (f"{cut.get('op')} made a tensor without gradient history (from"
+                f" {_dtype_of(graph.main_input(cut))} to"
+                f" {(cut.get('outputs') or [{}])[0].get('dtype')}); the loss is computed"
+                " from it, so nothing reaches the model's parameters"),
+    }
+
+
+def _dtype_of(tensor: dict | None) -> str:
+    return str(tensor.get("dtype")) if tensor else "plain numbers"
+
+
 # ---------------------------------------------------------------- devices and dtypes
 
 
@@ -117,9 +163,14 @@ def _device(graph: Graph, failure: dict, message: str) -> dict | None:
 
 
 def _dtype(graph: Graph, failure: dict, message: str) -> dict | None:
-    return _odd_one_out(graph, failure, "dtype",
-                        lambda t: t.get("dtype") if t.get("dtype") in _FLOATS else None,
-                        "float32")
+    floats = _odd_one_out(graph, failure, "dtype",
+                          lambda t: t.get("dtype") if t.get("dtype") in _FLOATS else None,
+                          "float32")
+    if floats is not None or not _DTYPE_WORDS.search(message):
+        return floats
+    # An op that wants one dtype for all its operands (a float loss given integer labels):
+    # the integer operand is the odd one, made where it became integer.
+    return _odd_one_out(graph, failure, "dtype", lambda t: t.get("dtype"), "float32")
 
 
 def _odd_one_out(graph: Graph, failure: dict, prop: str, value_of: Any,

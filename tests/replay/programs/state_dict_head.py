@@ -10,5 +10,5 @@ def make_net(classes):
 
 pretrained = make_net(1000)
 checkpoint = pretrained.state_dict()
-model = make_net(7)
+model = make_net(7)  # FIX
 model.load_state_dict(checkpoint)  # RAISES

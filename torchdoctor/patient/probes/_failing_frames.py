@@ -8,6 +8,8 @@ when there is no harness to rebuild them from.
 
 from __future__ import annotations
 
+import ast
+import linecache
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
@@ -52,3 +54,44 @@ def innermost_user_site(exc: BaseException | None) -> dict[str, Any] | None:
             return frame_info(frame.f_code.co_filename, line,
                               getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
     return None
+
+
+def built_at(exc: BaseException | None, obj: Any) -> dict[str, Any] | None:
+    """Where the user's program brought ``obj`` into being, seen from its outermost frame.
+
+    The outermost user frame is where the program decides what it builds: when
+    it holds ``obj`` under a name, the line that last bound that name (``model
+    = Net(751)``, then passed to a loader); when it does not hold it yet, the
+    line still running, which builds it (``net = make_net(50, pretrained=True)``).
+    """
+    outermost = None
+    tb = exc.__traceback__ if exc is not None else None
+    while tb is not None:
+        if file_kind(tb.tb_frame.f_code.co_filename) == USER:
+            outermost = (tb.tb_frame, tb.tb_lineno)
+            break
+        tb = tb.tb_next
+    if outermost is None:
+        return None
+    frame, line = outermost
+    code = frame.f_code
+    names = {name for name, value in list(frame.f_locals.items()) if value is obj}
+    bound = _last_binding(code.co_filename, names, code.co_firstlineno, line) if names else None
+    return frame_info(code.co_filename, bound or line,
+                      getattr(code, "co_qualname", code.co_name))
+
+
+def _last_binding(filename: str, names: set[str], first: int, before: int) -> int | None:
+    """The last line in ``first..before`` that assigns one of ``names``."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and first <= node.lineno < before:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if bound & names and (found is None or node.lineno > found):
+                found = node.lineno
+    return found

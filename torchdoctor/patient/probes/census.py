@@ -70,16 +70,25 @@ def class_index_loss(loss_fn: Any) -> bool:
     return name in ("cross_entropy", "nll_loss")
 
 
-def output_classes(ctx: ProbeContext) -> tuple[int | None, str | None]:
-    """The class dimension of one no-grad forward, when the forward runs at all."""
+def output_classes(ctx: ProbeContext, last_linear: int | None = None
+                   ) -> tuple[int | None, str | None]:
+    """The class dimension of one no-grad forward, when the forward runs at all.
+
+    ``last_linear`` (the width of the model's last Linear) is the head's width
+    when the output carries it; a model whose logits are made after its last
+    Linear (a similarity matrix of two embeddings, a pooled attention map) emits
+    as many classes as its output's class dimension says, whatever its layers are.
+    """
     try:
         with preserved(ctx.model, parameters=False), torch.no_grad():
             output = ctx.forward()
     except Exception as exc:  # noqa: BLE001 - the user's forward failing is a fact
-        return None, f"{type(exc).__name__}: {first_line(str(exc), 160)}"
+        return last_linear, f"{type(exc).__name__}: {first_line(str(exc), 160)}"
     tensor = next(iter_tensors(output), None)
     if tensor is None or tensor.dim() == 0:
-        return None, None
+        return last_linear, None
+    if last_linear is not None and last_linear in tuple(tensor.shape[1:]):
+        return last_linear, None
     return int(tensor.shape[1] if tensor.dim() >= 2 else tensor.shape[-1]), None
 
 
@@ -111,8 +120,8 @@ def census(ctx: ProbeContext) -> dict:
         facts.update(target_min=low, target_max=high)
     facts["target_whole"] = whole_numbers(target)
     classes, forward_error = classes_out(ctx), None
-    if classes is None and model is not None and ctx.error is None:
-        classes, forward_error = output_classes(ctx)
+    if ctx.num_classes is None and model is not None and ctx.error is None:
+        classes, forward_error = output_classes(ctx, classes)
     facts["classes_out"] = classes
     facts["forward_error"] = forward_error
     integer_target = target is not None and not target.is_floating_point() \

@@ -140,6 +140,9 @@ def _broken_contract(facts: dict[str, Any]) -> list[str]:
             facts["target_in_unit_range"] is False):
         problems.append(f"the target runs from {facts['target_min']} to {facts['target_max']},"
                         " outside 0..1")
+    if loss in _SAME_SHAPE_LOSSES and facts["target_integer"]:
+        problems.append(f"{loss} computes with float targets, and the target is"
+                        f" {facts['target_dtype']}")
     if loss in _SAME_SHAPE_LOSSES and not facts["shapes_match"]:
         problems.append(f"input {facts['input_shape']} and target {facts['target_shape']}"
                         " differ in shape")
@@ -147,6 +150,11 @@ def _broken_contract(facts: dict[str, Any]) -> list[str]:
             facts["target_in_class_range"] is False):
         problems.append(f"class targets run from {facts['target_min']} to"
                         f" {facts['target_max']} for {facts['classes']} classes")
+    batch_shape = facts["input_shape"][:1] + facts["input_shape"][2:]
+    if loss in _CLASS_INDEX_LOSSES and facts["target_integer"] and len(
+            facts["input_shape"]) >= 2 and facts["target_shape"] != batch_shape:
+        problems.append(f"class indices {facts['target_shape']} for scores"
+                        f" {facts['input_shape']}: the target must be {batch_shape}")
     if loss in _CLASS_INDEX_LOSSES and not facts["target_integer"] and not facts[
             "shapes_match"]:
         problems.append(f"float targets {facts['target_shape']} for class scores"

@@ -170,6 +170,9 @@ def memory_growth(ctx: ProbeContext, steps: int = 20) -> dict:
         rep.optimizer = standard_optimizer(rep)
     roots = _holder_roots(ctx)
     before = {path: _graph_tensors(obj) for path, (obj, _) in roots.items()}
+    bindings = _tensor_bindings(ctx)
+    bound_before = {name: (read(), _graph_nodes(read())) for name, (read, _, _) in
+                    bindings.items()}
     lengths = {path: len(obj) for path, (obj, _) in roots.items() if isinstance(obj, list)}
     per_iter: list[int] = []
     rss: list[int | None] = []
@@ -195,6 +198,16 @@ def memory_growth(ctx: ProbeContext, steps: int = 20) -> dict:
                             "description": f"{type(obj).__name__} `{path}` in {where} holds "
                                            f"{added} more tensors with grad_fn (each keeps its "
                                            "graph)"})
+    for name, (read, write, where) in bindings.items():
+        value, nodes = bound_before[name]
+        grown = _graph_nodes(read()) - nodes
+        if grown > 0:
+            holders.append({"name": name, "kind": "Tensor", "where": where,
+                            "tensors_with_graph": 1, "graph_nodes_added": grown,
+                            "description": f"tensor `{name}` in {where} carries a graph that"
+                                           f" grew by {grown} nodes over {len(per_iter)} steps"
+                                           " (every step's graph stays alive)"})
+        write(value)  # undo what the probe's own steps accumulated
     for path, length in lengths.items():  # undo what the probe's own steps appended
         del roots[path][0][length:]
     gc.collect()
@@ -210,8 +223,10 @@ def memory_growth(ctx: ProbeContext, steps: int = 20) -> dict:
     if holders:
         first = holders[0]
         site = _append_site(ctx, first["name"])
-        return result("fail", f"memory grows {_mb(max(0, int(slope)))} per step: "
-                      f"{first['description']}", facts, location(op="append", site=site))
+        grows = (f"memory grows {_mb(int(slope))} per step" if slope > 0 else
+                 "the step keeps its graphs alive")
+        return result("fail", f"{grows}: {first['description']}", facts,
+                      location(op="append", site=site))
     return result("fail", f"memory grows {_mb(int(slope))} per step; no holder found in the "
                   "harness's globals, closures or modules", facts)
 
@@ -240,6 +255,51 @@ def _holder_roots(ctx: ProbeContext) -> dict[str, tuple[Any, str]]:
                 path = f"{mod_name}.{attr}" if mod_name else attr
                 roots[path] = (value, f"module `{mod_name or 'model'}`")
     return roots
+
+
+def _tensor_bindings(ctx: ProbeContext) -> dict[str, tuple[Any, Any, str]]:
+    """Names the user's step rebinds to a running total (``running_loss += loss``): the
+    globals and closure cells of its functions, with a reader and a writer each. A total
+    kept as a tensor chains every step's graph onto the last one."""
+    found: dict[str, tuple[Any, Any, str]] = {}
+    for fn, label in ((ctx.train_step, "train_step"), (ctx.loss_fn, "loss_fn")):
+        fn = getattr(fn, "forward", fn) if isinstance(fn, torch.nn.Module) else fn
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        space = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            if name in space and isinstance(space[name], (int, float, torch.Tensor)):
+                found[name] = (lambda n=name, g=space: g.get(n),
+                               lambda v, n=name, g=space: g.__setitem__(n, v),
+                               f"{label}'s module globals")
+        for name, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # a cell not yet bound
+                continue
+            if isinstance(value, (int, float, torch.Tensor)):
+                found[name] = (lambda c=cell: c.cell_contents,
+                               lambda v, c=cell: setattr(c, "cell_contents", v),
+                               f"{label}'s closure")
+    return found
+
+
+_NODE_LIMIT = 100_000
+
+
+def _graph_nodes(value: Any) -> int:
+    """How many autograd nodes a tensor's graph holds (0 for anything else), up to a bound."""
+    root = getattr(value, "grad_fn", None) if isinstance(value, torch.Tensor) else None
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack and len(seen) < _NODE_LIMIT:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return len(seen)
 
 
 def _graph_tensors(container: Any) -> int:

@@ -22,7 +22,7 @@ PROBE_FACTS = (
     "replay", "reproduced", "recorded", "kept", "dropped", "ring", "optimizer_steps",
     "could_not_see", "error_type", "error_message", "property", "raised_at", "fix_at", "why",
     "write_kind", "write_op", "written_param", "saved_at", "batch_merged", "batch_size",
-    "merged_by", "called_at", "odd_value", "operands", "offending_argument", "made_noncontiguous_at",
+    "merged_by", "called_at", "odd_value", "operands", "offending_argument", "made_noncontiguous_at", "cut_by",
     "chain", "recording_tail",
 )
 

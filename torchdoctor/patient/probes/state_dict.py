@@ -19,6 +19,7 @@ from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import first_line, never_raises
 from torchdoctor.patient.probes._failing_frames import (
+    built_at,
     failing_exception,
     find_local,
     innermost_user_site,
@@ -80,7 +81,20 @@ def state_dict_diff(ctx: ProbeContext | None) -> dict:
     answer["fix_at"] = at_load if answer["status"] == "fail" else None
     if facts["prefix_in_checkpoint"] and ctx is not None and ctx.source == "script":
         answer["fix_at"] = _saved_at(recording_for(ctx)) or answer["fix_at"]
+    elif _built_differently(facts) and answer["status"] == "fail":
+        # A parameter of another size was made by the model's constructor arguments
+        # (num_classes=751, hidden=256): the fix is where the model was built.
+        built = built_at(exc, model)
+        if built is not None:
+            answer["fix_at"] = {**{k: built[k] for k in ("file", "line", "code")},
+                                "module": None}
     return answer
+
+
+def _built_differently(facts: dict[str, Any]) -> bool:
+    """Shapes differ only in size (a transposed copy is fixed where it is converted)."""
+    return bool(facts["mismatched_count"]) and not facts["transposed_count"] \
+        and not facts["prefix_in_model"]
 
 
 def _saved_at(recording: dict) -> dict | None:
