@@ -92,8 +92,9 @@ def test_a_paste_reproduces_and_its_report_holds_the_repro(paste_walk):
 def test_a_symptom_with_a_harness_walks_to_the_cause_the_checkup_confirms(symptom_walk):
     screens, report, listing = symptom_walk
     assert footers_whole(screens)
-    # the checkup's progress: "n/N check · esc cancels", N the checks planned for this harness
-    assert any(re.search(r"\b\d+/1[23] ", s) and "esc cancels" in s for s in screens)
+    # the checkup running shows its progress line with the way out (the n/N count itself is
+    # held by the Pilot test of the symptom checkup; here a fast checkup may pass it by)
+    assert any(re.search(r"\d+ s · esc cancels · ", s) for s in screens)
     assert len(listing.strip().splitlines()) == 2
     assert "The symptom described: “loss stays at 2.30 with 10 classes”" in report
     assert "The confirmed cause: optimizer.zero_grad()" in report

@@ -228,7 +228,7 @@ def symptom_path(width: int = 80, height: int = 24) -> tuple[list[str], str, str
         walk.tmux.keys("n")
         walk.see("whole training checkup")
         walk.tmux.keys("r")
-        walk.see("overfit_batch", 60)  # the checkup's progress names each check
+        walk.see("esc cancels · ", 60)  # the checkup running: its progress, n of the checks
         walk.see("A cause is confirmed", 120)
         walk.tmux.keys("n")
         walk.see("r will run one training step")
