@@ -29,7 +29,7 @@ from torchdoctor.rewrites.locate import (
 MAX_CANDIDATES = 3
 # Operations that rewrite the arguments of the call that failed, wherever the fix site is.
 AT_FAILING_CALL = frozenset({"cast_argument", "move_argument", "shift_argument",
-                             "view_as_argument"})
+                             "view_as_argument", "squeeze_argument"})
 
 
 class NotApplicable(Exception):
@@ -133,7 +133,9 @@ def out_of_place(src: Source, line, params, fields) -> list[Candidate]:
 def _out_of_place_statement(small: cst.BaseSmallStatement) -> cst.BaseSmallStatement | None:
     if isinstance(small, cst.AugAssign) and type(small.operator) in _AUG_TO_BIN:
         target = small.target
-        if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+        # ``x[i] += v`` rewritten as ``x[i] = x[i] + v`` still writes into x: an index
+        # assignment is fixed by clone_before_index_assign.
+        if not isinstance(target, (cst.Name, cst.Attribute)):
             return None
         operator = _AUG_TO_BIN[type(small.operator)]()
         value = small.value
@@ -346,6 +348,18 @@ def view_as_argument(src: Source, line, params, fields) -> list[Candidate]:
         return _method(positional(call)[index].value, "view_as", cst.Arg(other))
 
     return _rewrite_argument(src, line, index, make, "reshape `{arg}` as `{new}`", needs=like)
+
+
+@operation("squeeze_argument")
+def squeeze_argument(src: Source, line, params, fields) -> list[Candidate]:
+    """``loss_fn(out, y)`` → ``loss_fn(out, y.squeeze(-1))``: targets stored with a trailing
+    dimension of one ([N, 1]) where the loss takes one class id per row ([N])."""
+    index, dim = int(params["index"]), int(params.get("dim", -1))
+
+    def make(call: cst.Call) -> cst.BaseExpression:
+        return _method(positional(call)[index].value, "squeeze", cst.Arg(_expr(str(dim))))
+
+    return _rewrite_argument(src, line, index, make, "squeeze `{arg}` as `{new}`")
 
 
 # --- what the model or the loss is built from ----------------------------------------
@@ -681,6 +695,31 @@ def strip_prefix_on_load(src: Source, line, params, fields) -> list[Candidate]:
     return candidates
 
 
+@operation("keep_matching_sizes")
+def keep_matching_sizes(src: Source, line, params, fields) -> list[Candidate]:
+    """``model.load_state_dict(sd)`` → ``model.load_state_dict(keep_matching_sizes(model, sd))``:
+    only the tensors whose size differs from the model's (a head built for another number
+    of classes) keep the model's fresh values; every other key still loads strictly."""
+    from torchdoctor.rewrites.helpers import helper_edits
+
+    loads = [c for c in src.nodes(cst.Call, lambda c: call_name(c) == "load_state_dict")
+             if positional(c) and receiver(c) is not None]
+    ranked = _ranked(src, _need(loads, "no model.load_state_dict(...) call in this file"), line)
+    helper = helper_edits(src, "keep_matching_sizes")
+    candidates = []
+    for call in ranked:
+        state = positional(call)[0]
+        kept = cst.Call(func=cst.Name("keep_matching_sizes"), args=[
+            cst.Arg(receiver(call), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(state.value)])
+        new = call.with_changes(args=[state.with_changes(value=kept) if a is state else a
+                                      for a in call.args])
+        candidates.append(Candidate([(call, new), *helper], "load the checkpoint except the "
+                                    "tensors whose size differs from the model's",
+                                    src.line(call)))
+    return candidates
+
+
 @operation("map_location_cpu")
 def map_location_cpu(src: Source, line, params, fields) -> list[Candidate]:
     """``torch.load(path)`` → ``torch.load(path, map_location="cpu")``."""
@@ -853,3 +892,8 @@ def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
     _need(edits, "no log or sqrt in the function that failed")
     return [Candidate(edits, f"keep the argument of {len(edits)} log/sqrt call(s) inside the "
                       "domain with clamp_min", src.line(edits[0][0]))]
+
+
+# The operations of the data pipeline and of autograd's bookkeeping live in their own
+# modules; importing them registers them here.
+from torchdoctor.rewrites import autograd, loading  # noqa: E402,F401
