@@ -28,7 +28,10 @@ class Target:
 
     @property
     def file(self) -> Path:
-        return Path(self.spec.rsplit(":", 1)[0] if self.kind == "harness" else self.spec)
+        """The script or the harness's file; a relative one is relative to where the run
+        started, not to where ``fix`` runs."""
+        path = Path(self.spec.rsplit(":", 1)[0] if self.kind == "harness" else self.spec)
+        return path if path.is_absolute() or not self.cwd else Path(self.cwd) / path
 
     @property
     def root(self) -> Path:
@@ -60,6 +63,21 @@ class Cause:
 
 def read_session(directory: Path) -> tuple[Target | None, dict | None, list[Cause]]:
     """The target, the error it raised (None for a silent failure) and the confirmed causes."""
+    target, error, fields, probes, states = _read(directory)
+    causes = [_cause(key, state, fields, probes, error) for key, state in states.items()
+              if state.get("state") == CONFIRMED and "/" in key]
+    return target, error, causes
+
+
+def session_cause(directory: Path, key: str) -> Cause:
+    """One hypothesis of the session as a cause, whatever its verdict (or none at all): what
+    a fix would have to work with had the session confirmed it. The benchmark measures the
+    rewrites this way apart from how often a cause gets confirmed."""
+    _target_, error, fields, probes, states = _read(directory)
+    return _cause(key, states.get(key, {}), fields, probes, error)
+
+
+def _read(directory: Path) -> tuple[Target | None, dict | None, dict, dict, dict[str, dict]]:
     events, _warnings = read_events(directory / JOURNAL_NAME)
     target, error, fields, probes = None, None, {}, {}
     states: dict[str, dict] = {}
@@ -77,22 +95,21 @@ def read_session(directory: Path) -> tuple[Target | None, dict | None, list[Caus
             states.setdefault(event["key"], {}).update(event)
         elif kind == "probe" and isinstance(event.get("hypothesis"), str):
             probes[event["hypothesis"]] = event
-    causes = []
-    for key, state in states.items():
-        if state.get("state") != CONFIRMED or "/" not in key:
-            continue
-        entry, hypothesis = key.split("/", 1)
-        probe = probes.get(key, {})
-        causes.append(Cause(
-            key=key, entry=entry, hypothesis=hypothesis,
-            statement=str(state.get("statement") or ""),
-            fix=state.get("fix") if isinstance(state.get("fix"), dict) else {},
-            fields={**fields.get(entry, {}), **_facts(probe)},
-            site=_site(probe, state, error),
-            raised=_raised(probe, error),
-            check=probe.get("probe") if error is None else None,
-        ))
-    return target, error, causes
+    return target, error, fields, probes, states
+
+
+def _cause(key: str, state: dict, fields: dict, probes: dict, error: dict | None) -> Cause:
+    entry, hypothesis = key.split("/", 1)
+    probe = probes.get(key, {})
+    return Cause(
+        key=key, entry=entry, hypothesis=hypothesis,
+        statement=str(state.get("statement") or ""),
+        fix=state.get("fix") if isinstance(state.get("fix"), dict) else {},
+        fields={**fields.get(entry, {}), **_facts(probe)},
+        site=_site(probe, state, error),
+        raised=_raised(probe, error),
+        check=probe.get("probe") if error is None else None,
+    )
 
 
 def _target(event: dict) -> Target | None:
