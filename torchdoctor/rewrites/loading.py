@@ -43,10 +43,19 @@ def _with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.C
         last = args[-1]
         if last.comma is cst.MaybeSentinel.DEFAULT:
             args[-1] = last.with_changes(comma=_comma())
-        else:  # a trailing comma: the new argument takes it, and the layout of the lines
-            between = args[-2].comma if len(args) > 1 else _comma()
-            args[-1] = last.with_changes(comma=between)
-            added = added.with_changes(comma=last.comma)
+        else:  # a trailing comma: the new argument goes on a line of its own like the others
+            trailing = last.comma.whitespace_after
+            between = args[-2].comma.whitespace_after if len(args) > 1 else None
+            if isinstance(trailing, cst.ParenthesizedWhitespace) and isinstance(
+                    between, cst.ParenthesizedWhitespace):
+                args[-1] = last.with_changes(comma=last.comma.with_changes(
+                    whitespace_after=trailing.with_changes(last_line=between.last_line)))
+                added = added.with_changes(comma=last.comma.with_changes(
+                    whitespace_after=trailing.with_changes(first_line=cst.TrailingWhitespace(),
+                                                           empty_lines=[])))
+            else:
+                added = added.with_changes(comma=last.comma)
+                args[-1] = last.with_changes(comma=_comma())
     return call.with_changes(args=[*args, added])
 
 
@@ -236,6 +245,7 @@ def _reads_locals(src: Source, node: cst.Lambda) -> bool:
     for star in (node.params.star_arg, node.params.star_kwarg):
         if isinstance(star, cst.Param):
             own.add(star.name.value)
+    own |= {n.value for comp in _nodes(node.body, cst.CompFor) for n in _names(comp.target)}
     read = {n.value for n in _names(node.body)} - own
     function = src.function(node)
     if function is None or not read:
@@ -247,6 +257,19 @@ def _reads_locals(src: Source, node: cst.Lambda) -> bool:
     for loop in src.nodes(cst.For, lambda f: src.function(f) is function):
         bound |= {n.value for n in _names(loop.target)}
     return bool(read & bound)
+
+
+def _nodes(node: cst.CSTNode, kind: type) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, visited: cst.CSTNode) -> bool:
+            if isinstance(visited, kind):
+                found.append(visited)
+            return True
+
+    node.visit(Collect())
+    return found
 
 
 def _names(node: cst.CSTNode) -> list[cst.Name]:
