@@ -1,6 +1,6 @@
 """How often torchdoctor fix proves a patch, and what it costs next to the failing run.
 
-    python tests/perf/bench_fix.py [--real] [--only NAME[,NAME...]]
+    python tests/perf/bench_fix.py [--real] [--only NAME[,NAME...]] [--jobs N]
 
 For each crash program in tests/zoo/errors (and tests/real with --real) it
 times the plain failing run (``python script.py``), runs ``torchdoctor
@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,11 +42,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from torchdoctor.fixes.attempts import propose, verify_proposals  # noqa: E402
-from torchdoctor.fixes.causes import Site, session_cause  # noqa: E402
-from torchdoctor.journal import find_session  # noqa: E402
-from torchdoctor.knowledge import load_knowledge  # noqa: E402
-from torchdoctor.patient.client import PatientClient  # noqa: E402
+from torchdoctor.fixes.attempts import propose, verify_proposals
+from torchdoctor.fixes.causes import Site, session_cause
+from torchdoctor.journal import find_session
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.patient.client import PatientClient
 
 ZOO = ROOT / "tests" / "zoo"
 REAL = ROOT / "tests" / "real"
@@ -84,7 +85,7 @@ def torchdoctor(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
                                          if p)}
     return subprocess.run([sys.executable, "-m", "torchdoctor", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, check=False)
 
 
 def programs(real: bool) -> list[Program]:
@@ -115,7 +116,7 @@ def one(program: Program, kb) -> Outcome:
         if program.kind == "crash":
             started = time.perf_counter()
             subprocess.run([sys.executable, program.file], cwd=folder, capture_output=True,
-                           timeout=600)
+                           timeout=600, check=False)
             plain = time.perf_counter() - started
             torchdoctor(["run", "--no-tui", program.file], folder)
         else:
@@ -176,25 +177,36 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--real", action="store_true", help="also the real-world set")
     parser.add_argument("--only", default="", help="comma-separated program names")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="programs at once (each one's fix is timed against its own plain "
+                        "run, under the same load)")
     args = parser.parse_args()
     kb = load_knowledge()
     start = patient_start_seconds()
     print(f"one patient start: {start:.1f} s")
     only = {n for n in args.only.split(",") if n}
+    chosen = [p for p in programs(args.real) if not only or p.name in only]
     outcomes = []
-    for program in programs(args.real):
-        if only and program.name not in only:
-            continue
-        outcome = one(program, kb)
-        outcomes.append(outcome)
-        budget = 2 * outcome.plain_seconds + start
-        timing = (f"{outcome.fix_seconds:5.1f} s / budget {budget:5.1f} s = "
-                  f"{outcome.fix_seconds / budget:4.2f}" if program.kind == "crash"
-                  else f"{outcome.fix_seconds:5.1f} s")
-        given = "" if outcome.given is None else (
-            f"  | given cause {'✓' if outcome.given else '✗'} {outcome.given_what}")
-        print(f"  {'✓' if outcome.verified else '✗'} {program.family:4} {program.kind:6} "
-              f"{program.name:34} {timing}  {outcome.what}{given}", flush=True)
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for outcome in pool.map(lambda program: one(program, kb), chosen):
+            outcomes.append(outcome)
+            show(outcome, start)
+    summarise(outcomes, start)
+
+
+def show(outcome: Outcome, start: float) -> None:
+    program = outcome.program
+    budget = 2 * outcome.plain_seconds + start
+    timing = (f"{outcome.fix_seconds:5.1f} s / budget {budget:5.1f} s = "
+              f"{outcome.fix_seconds / budget:4.2f}" if program.kind == "crash"
+              else f"{outcome.fix_seconds:5.1f} s")
+    given = "" if outcome.given is None else (
+        f"  | given cause {'✓' if outcome.given else '✗'} {outcome.given_what}")
+    print(f"  {'✓' if outcome.verified else '✗'} {program.family:4} {program.kind:6} "
+          f"{program.name:34} {timing}  {outcome.what}{given}", flush=True)
+
+
+def summarise(outcomes: list[Outcome], start: float) -> None:
     print()
     for family in ("zoo", "real"):
         for kind in ("crash", "silent"):

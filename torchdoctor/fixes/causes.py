@@ -73,7 +73,7 @@ def session_cause(directory: Path, key: str) -> Cause:
     """One hypothesis of the session as a cause, whatever its verdict (or none at all): what
     a fix would have to work with had the session confirmed it. The benchmark measures the
     rewrites this way apart from how often a cause gets confirmed."""
-    _target_, error, fields, probes, states = _read(directory)
+    _, error, fields, probes, states = _read(directory)
     return _cause(key, states.get(key, {}), fields, probes, error)
 
 

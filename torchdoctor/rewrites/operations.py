@@ -896,4 +896,4 @@ def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
 
 # The operations of the data pipeline and of autograd's bookkeeping live in their own
 # modules; importing them registers them here.
-from torchdoctor.rewrites import autograd, loading  # noqa: E402,F401
+from torchdoctor.rewrites import autograd, loading  # noqa: F401
