@@ -198,6 +198,36 @@ def test_a_checkpoint_keeps_the_model_values_only_where_sizes_differ():
     assert "def keep_matching_sizes(model, state):" in text
 
 
+def test_every_skip_concatenation_of_the_failing_function_is_resized():
+    source = '''\
+        import torch.nn.functional as F
+
+        def forward(self, x1, x2):
+            up = torch.cat((x2, self.up(x1)), dim=1)
+            return torch.cat([x1, up], dim=1)
+
+        def other(a, b):
+            return torch.cat((a, b), dim=1)
+    '''
+    text = patched(source, "resize_before_cat", 4)
+    assert "torch.cat((x2, F.interpolate(self.up(x1), size=x2.shape[2:])), dim=1)" in text
+    assert "torch.cat([x1, F.interpolate(up, size=x1.shape[2:])], dim=1)" in text
+    assert "return torch.cat((a, b), dim=1)" in text
+
+
+def test_the_head_is_built_for_the_classes_the_labels_hold():
+    source = "bert = Bert.from_pretrained(name)\nhead = nn.Linear(64, 2)\nnet = Net(num_classes=2)\n"
+    assert patched(source, "head_classes", 1, {"largest": "target"}, {"target": 4}) \
+        .splitlines()[0] == "bert = Bert.from_pretrained(name, num_labels=5)"
+    text = make_patches("p.py", source, {"op": "head_classes", "params": {
+        "largest": "label_max", "wrong": "num_classes"}}, 2, {"label_max": 4, "num_classes": 2})
+    assert text[0].patched.splitlines()[1:] == ["head = nn.Linear(64, 5)",
+                                                "net = Net(num_classes=2)"]
+    assert "net = Net(num_classes=5)" in [c.patched.splitlines()[2] for c in text]
+    with pytest.raises(NotApplicable):
+        patched(source, "head_classes", 1, {"largest": "label_max"}, {})
+
+
 # --- on programs that fail under torch --------------------------------------------------
 
 PROGRAMS = {
@@ -328,6 +358,36 @@ PROGRAMS = {
         loss.backward()
         opt.step()
     ''', "0D or 1D target tensor expected"),
+    "odd_size_skip": ("resize_before_cat", {}, "torch.cat", '''\
+        import torch
+        from torch import nn
+
+        class Tiny(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.down, self.up = nn.MaxPool2d(2), nn.Upsample(scale_factor=2)
+                self.out = nn.Conv2d(2, 1, 1)
+
+            def forward(self, x):
+                skip = x
+                x = self.up(self.down(x))
+                return self.out(torch.cat([skip, x], dim=1))
+
+        model = Tiny()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model(torch.randn(2, 1, 9, 9)).mean().backward()
+        opt.step()
+    ''', "Sizes of tensors must match"),
+    "narrow_head": ("head_classes", {"largest": 2, "wrong": 2}, "nn.Linear(4, 2)", '''\
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = nn.functional.cross_entropy(model(torch.randn(3, 3)), torch.tensor([0, 1, 2]))
+        loss.backward()
+        opt.step()
+    ''', "out of bounds"),
     "other_class_count": ("keep_matching_sizes", {}, "load_state_dict", '''\
         import io
 

@@ -73,6 +73,11 @@ OPERATIONS: dict[str, dict[str, str]] = {
         "dim": "the dimension to drop (default -1)",
     },
     "keep_matching_sizes": {},
+    "resize_before_cat": {},
+    "head_classes": {
+        "largest": "required: the field holding the largest label that arrives",
+        "wrong": "the field holding the number of classes the head was built for",
+    },
     "drop_last_batch": {},
     "pad_collate": {},
     "image_mode": {"channels": "required: the channels the model takes, or a field holding "

@@ -29,7 +29,7 @@ from torchdoctor.rewrites.locate import (
 MAX_CANDIDATES = 3
 # Operations that rewrite the arguments of the call that failed, wherever the fix site is.
 AT_FAILING_CALL = frozenset({"cast_argument", "move_argument", "shift_argument",
-                             "view_as_argument", "squeeze_argument"})
+                             "view_as_argument", "squeeze_argument", "resize_before_cat"})
 
 
 class NotApplicable(Exception):
@@ -360,6 +360,89 @@ def squeeze_argument(src: Source, line, params, fields) -> list[Candidate]:
         return _method(positional(call)[index].value, "squeeze", cst.Arg(_expr(str(dim))))
 
     return _rewrite_argument(src, line, index, make, "squeeze `{arg}` as `{new}`")
+
+
+@operation("resize_before_cat")
+def resize_before_cat(src: Source, line, params, fields) -> list[Candidate]:
+    """``torch.cat((skip, up), dim=1)`` → ``torch.cat((skip, F.interpolate(up,
+    size=skip.shape[2:])), dim=1)`` for every such concatenation in the function that failed:
+    pooling floors an odd size and upsampling doubles it, so every skip connection of a
+    U-Net drifts, not only the first one to raise."""
+    if line is None:
+        raise NotApplicable("no line to rewrite: the failing frame is unknown")
+    home = src.function_at(line)
+    functional = _functional_name(src)
+    edits = []
+    for call in src.nodes(cst.Call, lambda c: call_name(c) == "cat" and positional(c)):
+        dim = keyword(call, "dim") or (positional(call)[1] if len(positional(call)) > 1 else None)
+        parts = positional(call)[0].value
+        if (src.function(call) is not home or dim is None or int_value(dim.value) != 1
+                or not isinstance(parts, (cst.Tuple, cst.List)) or len(parts.elements) < 2):
+            continue
+        first = parts.elements[0].value
+        if not isinstance(first, (cst.Name, cst.Attribute)):
+            continue
+        size = f"{code(first)}.shape[2:]"
+        elements = [parts.elements[0], *(e.with_changes(value=_expr(
+            f"{functional}.interpolate({code(e.value)}, size={size})"))
+            for e in parts.elements[1:])]
+        edits.append((parts, parts.with_changes(elements=elements)))
+    _need(edits, "no concatenation along the channels in the function that failed")
+    return [Candidate(edits, f"resize to the skip connection's size before {len(edits)} "
+                      "concatenation(s)", src.line(edits[0][0]))]
+
+
+def _functional_name(src: Source) -> str:
+    """The name the file gave ``torch.nn.functional`` (``F``), else the full path."""
+    for node in src.nodes((cst.Import, cst.ImportFrom)):
+        if isinstance(node.names, cst.ImportStar):
+            continue
+        prefix = code(node.module) + "." if isinstance(node, cst.ImportFrom) and node.module \
+            else ""
+        for alias in node.names:
+            if prefix + code(alias.name) == "torch.nn.functional" and alias.asname is not None:
+                return code(alias.asname.name)
+    return "torch.nn.functional"
+
+
+_CLASS_KEYWORDS = ("num_classes", "num_labels", "n_classes", "nclass", "classes",
+                   "out_features")
+
+
+@operation("head_classes")
+def head_classes(src: Source, line, params, fields) -> list[Candidate]:
+    """The classifier gets one output per class the labels hold (the largest label + 1):
+    ``from_pretrained(name)`` → ``from_pretrained(name, num_labels=N)``, a ``num_classes=K``
+    or the ``nn.Linear(d, K)`` built with the head's current ``K`` (``wrong``) → N."""
+    right = int(_field(params, fields, "largest")) + 1
+    wrong = _field(params, fields, "wrong") if "wrong" in params else None
+    wrong = int(wrong) if isinstance(wrong, int) or (isinstance(wrong, str)
+                                                     and wrong.isdigit()) else None
+    found = {}
+    for call in src.nodes(cst.Call):
+        if call_name(call) == "from_pretrained" and positional(call):
+            given = keyword(call, "num_labels")
+            if given is None:
+                args = [*call.args[:-1], call.args[-1].with_changes(comma=cst.Comma(
+                    whitespace_after=cst.SimpleWhitespace(" ")))]
+                found[call] = call.with_changes(args=[*args, cst.Arg(
+                    keyword=cst.Name("num_labels"), value=cst.Integer(str(right)),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                          whitespace_after=cst.SimpleWhitespace("")))])
+            continue
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in _CLASS_KEYWORDS:
+                value = int_value(arg.value)
+                if value is not None and value != right and wrong in (None, value):
+                    found[arg.value] = cst.Integer(str(right))
+        if wrong is not None and call_name(call) == "Linear" and len(positional(call)) > 1:
+            literal = _literal_behind(src, positional(call)[1].value, wrong)
+            if literal is not None:
+                found[literal] = cst.Integer(str(right))
+    ranked = _ranked(src, _need(list(found), "no classifier head with its classes written "
+                                "out in this file"), line)
+    return [Candidate([(n, found[n])], f"build the head for {right} classes: "
+                      f"`{code(found[n])}`", src.line(n)) for n in ranked]
 
 
 # --- what the model or the loss is built from ----------------------------------------
