@@ -476,3 +476,18 @@ def test_a_lambda_given_to_spawned_workers_becomes_a_function_they_can_unpickle(
     trained = subprocess.run([sys.executable, script.name], cwd=tmp_path, capture_output=True,
                              text=True, timeout=300, check=False)
     assert trained.returncode == 0, trained.stderr
+
+
+def test_a_nan_check_that_raised_in_the_caller_clamps_the_logs_it_called():
+    source = textwrap.dedent('''\
+        def bce(p, y):
+            return -(y * torch.log(p)).mean()
+
+
+        def main():
+            loss = bce(model(x), y)
+            if not torch.isfinite(loss):
+                raise FloatingPointError("loss is nan")
+    ''')
+    text = make_patches("p.py", source, {"op": "clamp_domain"}, 8, {})[0].patched
+    assert "return -(y * torch.log(p.clamp_min(1e-12))).mean()" in text

@@ -957,10 +957,12 @@ def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
                  and receiver(c).value in ("torch", "np", "math") else receiver(c) is not None)]
     calls = _need(calls, "no log or sqrt in this file")
     home = src.function_at(line) if line else None
+    # The function that failed, when it takes the log itself; a check that raised on a NaN
+    # loss (``if not torch.isfinite(loss): raise``) took it in a function it called, and
+    # then every log of the file is clamped (harmless where the argument is not near zero).
+    inside = [c for c in calls if home is None or src.function(c) is home]
     edits = []
-    for call in calls:
-        if home is not None and src.function(call) is not home:
-            continue
+    for call in inside or calls:
         floor = cst.Float(_DOMAIN_EDGE[call_name(call)]) if "." in _DOMAIN_EDGE[call_name(call)] \
             or "e" in _DOMAIN_EDGE[call_name(call)] else cst.Integer("0")
         subject = receiver(call)
@@ -972,7 +974,6 @@ def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
             new = call.with_changes(func=call.func.with_changes(
                 value=_method(subject, "clamp_min", cst.Arg(floor))))
         edits.append((call, new))
-    _need(edits, "no log or sqrt in the function that failed")
     return [Candidate(edits, f"keep the argument of {len(edits)} log/sqrt call(s) inside the "
                       "domain with clamp_min", src.line(edits[0][0]))]
 
