@@ -491,3 +491,36 @@ def test_a_nan_check_that_raised_in_the_caller_clamps_the_logs_it_called():
     ''')
     text = make_patches("p.py", source, {"op": "clamp_domain"}, 8, {})[0].patched
     assert "return -(y * torch.log(p.clamp_min(1e-12))).mean()" in text
+
+
+def test_a_no_grad_on_the_training_path_is_dropped_and_one_in_evaluation_kept():
+    source = textwrap.dedent('''\
+        def train_step(model, x, y, opt):
+            # features first
+            with torch.no_grad():
+                h = model.encoder(x)
+            loss = F.cross_entropy(model.head(h), y)
+            loss.backward()
+
+
+        def evaluate(model, x):
+            with torch.no_grad():
+                return model(x)
+    ''')
+    text = make_patches("p.py", source, {"op": "remove_no_grad"}, 3, {})[0].patched
+    assert text.splitlines()[1:4] == ["    # features first", "    h = model.encoder(x)",
+                                      "    loss = F.cross_entropy(model.head(h), y)"]
+    assert "    with torch.no_grad():\n        return model(x)" in text
+
+
+def test_a_linear_sized_by_an_expression_of_constants_becomes_lazy():
+    source = textwrap.dedent('''\
+        class Net(nn.Module):
+            scale = 7 * 7
+
+            def __init__(self, width=512):
+                self.fc = nn.Linear(width * self.scale, 10)
+    ''')
+    text = make_patches("p.py", source, {"op": "lazy_linear", "params": {"wrong": 25088}}, 5,
+                        {})[0].patched
+    assert "        self.fc = nn.LazyLinear(10)\n" in text

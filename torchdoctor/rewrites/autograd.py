@@ -131,6 +131,47 @@ def reduce_before_backward(src: Source, line, params, fields) -> list[Candidate]
                       src.line(s)) for s in ranked]
 
 
+@operation("remove_no_grad")
+def remove_no_grad(src: Source, line, params, fields) -> list[Candidate]:
+    """A ``with torch.no_grad():`` on the training path (in ``forward``, or in a function that
+    calls ``backward``) is dropped and its body kept: under it nothing is recorded, so the
+    layers it runs get no gradient and never learn."""
+    found = []
+    for block in src.nodes(cst.With, lambda w: len(w.items) == 1
+                           and isinstance(w.items[0].item, cst.Call)
+                           and call_name(w.items[0].item) == "no_grad"
+                           and w.items[0].asname is None
+                           and isinstance(w.body, cst.IndentedBlock)):
+        function = src.function(block)
+        if function is None or not (function.name.value == "forward"
+                                    or _calls(function, "backward")):
+            continue
+        found.append(block)
+    ranked = _ranked(src, _need(found, "no torch.no_grad() on a training path in this file"),
+                     line)
+    candidates = []
+    for block in ranked:
+        body = list(block.body.body)
+        body[0] = body[0].with_changes(leading_lines=[*block.leading_lines,
+                                                      *body[0].leading_lines])
+        candidates.append(Candidate([(block, cst.FlattenSentinel(body))],
+                                    "record the graph: drop the `with torch.no_grad():` at line "
+                                    f"{src.line(block)}", src.line(block)))
+    return candidates
+
+
+def _calls(node: cst.CSTNode, name: str) -> bool:
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if call_name(call) == name:
+                found.append(call)
+
+    node.visit(Find())
+    return bool(found)
+
+
 def _imports_torch(src: Source) -> bool:
     for node in src.nodes(cst.Import):
         for alias in node.names:

@@ -89,6 +89,7 @@ OPERATIONS: dict[str, dict[str, str]] = {
     "detach_carried_state": {},
     "reduce_before_backward": {},
     "no_grad_update": {},
+    "remove_no_grad": {},
     "lower_learning_rate": {"factor": "how much lower (default 10)",
                             "best": "the field holding the rate a sweep found best"},
 }

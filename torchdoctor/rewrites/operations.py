@@ -245,7 +245,8 @@ def lazy_linear(src: Source, line, params, fields) -> list[Candidate]:
 
     def built_with(call: cst.Call) -> bool:
         arg = keyword(call, "in_features") or next(iter(positional(call)), None)
-        return arg is not None and _literal_behind(src, arg.value, wrong) is not None
+        return arg is not None and (_literal_behind(src, arg.value, wrong) is not None
+                                    or _int_of(src, arg.value) == wrong)
 
     linears = _need(src.nodes(cst.Call, lambda c: call_name(c) == "Linear" and built_with(c)),
                     f"no nn.Linear built with in_features={wrong} in this file")
@@ -865,6 +866,46 @@ def _literal_behind(src: Source, expr: cst.BaseExpression, value: int,
         found = _literal_behind(src, param.default, value, hops - 1)
         if found is not None:
             return found
+    return None
+
+
+_ARITHMETIC = {cst.Multiply: lambda a, b: a * b, cst.Add: lambda a, b: a + b,
+               cst.Subtract: lambda a, b: a - b, cst.FloorDivide: lambda a, b: a // b}
+
+
+def _int_of(src: Source, expr: cst.BaseExpression, hops: int = 3) -> int | None:
+    """The integer an expression of constants comes to, following names to their assignment
+    or default and ``self.NAME`` to the class attribute (``512 * self.fc_scale`` with
+    ``fc_scale = 7 * 7`` is 25088); None when any part is not a constant."""
+    value = int_value(expr)
+    if value is not None or hops == 0:
+        return value
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = _int_of(src, expr.left, hops), _int_of(src, expr.right, hops)
+        combine = _ARITHMETIC.get(type(expr.operator))
+        if left is None or right is None or combine is None or (
+                isinstance(expr.operator, cst.FloorDivide) and right == 0):
+            return None
+        return combine(left, right)
+    name = expr.value if isinstance(expr, cst.Name) else (
+        expr.attr.value if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self" else None)
+    if name is None:
+        return None
+    for assign in src.nodes(cst.Assign):
+        for target in assign.targets:
+            bound = target.target
+            if (isinstance(bound, cst.Name) and bound.value == name) or (
+                    isinstance(bound, cst.Attribute) and bound.attr.value == name
+                    and isinstance(expr, cst.Attribute)):
+                found = _int_of(src, assign.value, hops - 1)
+                if found is not None:
+                    return found
+    if isinstance(expr, cst.Name):
+        for param in src.nodes(cst.Param, lambda p: p.name.value == name and p.default):
+            found = _int_of(src, param.default, hops - 1)
+            if found is not None:
+                return found
     return None
 
 
