@@ -524,3 +524,18 @@ def test_a_linear_sized_by_an_expression_of_constants_becomes_lazy():
     text = make_patches("p.py", source, {"op": "lazy_linear", "params": {"wrong": 25088}}, 5,
                         {})[0].patched
     assert "        self.fc = nn.LazyLinear(10)\n" in text
+
+
+def test_an_optimizer_built_before_its_model_changes_moves_after_the_change():
+    source = textwrap.dedent('''\
+        def make():
+            model = Net()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # momentum later
+            model = prune(model)
+            model.to(device)
+            return model, optimizer
+    ''')
+    text = make_patches("p.py", source, {"op": "optimizer_after_model"}, 3, {})[0].patched
+    assert [line.strip() for line in text.splitlines()[1:5]] == [
+        "model = Net()", "model = prune(model)", "model.to(device)",
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # momentum later"]

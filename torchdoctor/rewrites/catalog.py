@@ -90,6 +90,7 @@ OPERATIONS: dict[str, dict[str, str]] = {
     "reduce_before_backward": {},
     "no_grad_update": {},
     "remove_no_grad": {},
+    "optimizer_after_model": {},
     "lower_learning_rate": {"factor": "how much lower (default 10)",
                             "best": "the field holding the rate a sweep found best"},
 }

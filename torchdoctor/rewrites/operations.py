@@ -698,6 +698,66 @@ def optimizer_over_model(src: Source, line, params, fields) -> list[Candidate]:
                       src.line(c)) for c in ranked]
 
 
+@operation("optimizer_after_model")
+def optimizer_after_model(src: Source, line, params, fields) -> list[Candidate]:
+    """``opt = SGD(model.parameters())`` built before the model is replaced or changed
+    (``model = prune(model)``, ``model.fc = ...``, ``model.to(device)``) moves after the last
+    such change: the optimizer holds the parameter tensors it was given, not the model."""
+    candidates = []
+    for statement in src.nodes(cst.SimpleStatementLine, lambda s: len(s.body) == 1
+                               and isinstance(s.body[0], cst.Assign)):
+        value = statement.body[0].value
+        owner = _optimized_model(value)
+        block = _block_of(src, statement)
+        if owner is None or block is None:
+            continue
+        body = list(block.body)
+        later = [s for s in body[body.index(statement) + 1:] if _changes_model(s, owner)]
+        if not later:
+            continue
+        body.remove(statement)
+        body.insert(body.index(later[-1]) + 1, statement.with_changes(leading_lines=[]))
+        candidates.append(Candidate([(block, block.with_changes(body=body))],
+                                    f"build the optimizer after the last change to `{owner}`",
+                                    src.line(statement)))
+    return _need(_ranked_candidates(candidates, line),
+                 "no optimizer built before its model is changed in this file")
+
+
+def _optimized_model(value: cst.BaseExpression) -> str | None:
+    """``model`` in ``SGD(model.parameters(), ...)``."""
+    if not (isinstance(value, cst.Call) and call_name(value) in _OPTIMIZERS and positional(value)):
+        return None
+    first = positional(value)[0].value
+    if isinstance(first, cst.Call) and call_name(first) == "parameters" \
+            and isinstance(receiver(first), cst.Name):
+        return receiver(first).value
+    return None
+
+
+def _changes_model(statement: cst.CSTNode, owner: str) -> bool:
+    """A statement that rebinds the model, sets one of its attributes, or moves it."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                names = target.target.elements if isinstance(target.target, cst.Tuple) \
+                    else [target.target]
+                for name in names:
+                    node = name.value if isinstance(name, cst.Element) else name
+                    while isinstance(node, cst.Attribute):
+                        node = node.value
+                    if isinstance(node, cst.Name) and node.value == owner:
+                        return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and call_name(small.value) in ("to", "cuda", "cpu", "half", "double") \
+                and isinstance(receiver(small.value), cst.Name) \
+                and receiver(small.value).value == owner:
+            return True
+    return False
+
+
 @operation("remove_detach")
 def remove_detach(src: Source, line, params, fields) -> list[Candidate]:
     """A ``.detach()`` inside forward cuts the layers before it off from the loss."""
