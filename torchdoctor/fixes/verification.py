@@ -98,7 +98,9 @@ def run_side_by_side(unpatched: tuple[Path, Path], patched: tuple[Path, Path],
         after = run_script(*patched, argv=argv, steps=0, timeout=timeout, stop=stop,
                            limit_file=limit, threads=threads)
         thread.join()
-    return runs["before"], after
+    before = runs.get("before") or Run(f"python {unpatched[0].name}", "died", 0.0,
+                                       output_tail="the unpatched copy could not be started")
+    return before, after
 
 
 def run_script(script: Path, cwd: Path, argv: list[str], steps: int, timeout: float,
