@@ -167,9 +167,13 @@ def test_a_lambda_becomes_a_module_level_function_unless_it_reads_locals():
                 "lambda_to_function", 2)
 
 
-def test_an_unreduced_loss_is_reduced_before_backward():
-    assert patched("loss.backward()\nloss.mean().backward()\n", "reduce_before_backward", 1) \
-        == "loss.mean().backward()\nloss.mean().backward()\n"
+def test_an_unreduced_loss_is_reduced_before_backward_and_stays_reduced():
+    source = "for x in data:\n    loss = f(x)\n    loss.backward()  # step\n    print(loss.item())\n"
+    assert patched(source, "reduce_before_backward", 3) == (
+        "for x in data:\n    loss = f(x)\n    loss = loss.mean()\n    loss.backward()  # step\n"
+        "    print(loss.item())\n")
+    assert patched("(a + b).backward()\nloss.mean().backward()\n", "reduce_before_backward",
+                   1) == "(a + b).mean().backward()\nloss.mean().backward()\n"
 
 
 def test_a_manual_update_runs_under_no_grad_and_a_library_call_is_not_wrapped():

@@ -118,17 +118,28 @@ _REDUCED = {"mean", "sum", "item"}
 
 @operation("reduce_before_backward")
 def reduce_before_backward(src: Source, line, params, fields) -> list[Candidate]:
-    """``loss.backward()`` on a loss left unreduced (``reduction="none"``) → ``loss.mean()
-    .backward()``: backward without a gradient argument needs a single number."""
+    """``loss.backward()`` on a loss left unreduced (``reduction="none"``) → ``loss =
+    loss.mean()`` right before it: backward without a gradient argument needs a single
+    number, and so does whatever reads the loss afterwards (``loss.item()``). A loss that is
+    not a name is reduced in place: ``(a + b).mean().backward()``."""
     found = {}
     for call in src.nodes(cst.Call, lambda c: call_name(c) == "backward" and not c.args):
         subject = receiver(call)
         if subject is None or (isinstance(subject, cst.Call) and call_name(subject) in _REDUCED):
             continue
-        found[subject] = _method(subject, "mean")
+        statement = src.statement(call)
+        if isinstance(subject, cst.Name) and isinstance(statement, cst.SimpleStatementLine) \
+                and isinstance(src.parents.get(statement), (cst.IndentedBlock, cst.Module)):
+            name = subject.value
+            reduced = cst.parse_statement(f"{name} = {name}.mean()\n").with_changes(
+                leading_lines=statement.leading_lines)
+            found[statement] = (subject, cst.FlattenSentinel(
+                [reduced, statement.with_changes(leading_lines=[])]))
+        else:
+            found[subject] = (subject, _method(subject, "mean"))
     ranked = _ranked(src, _need(list(found), "no backward() on an unreduced tensor here"), line)
-    return [Candidate([(s, found[s])], f"reduce `{code(s)}` to its mean before backward",
-                      src.line(s)) for s in ranked]
+    return [Candidate([(node, found[node][1])], f"reduce `{code(found[node][0])}` to its mean "
+                      "before backward", src.line(node)) for node in ranked]
 
 
 @operation("remove_no_grad")
