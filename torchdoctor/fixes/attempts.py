@@ -149,6 +149,10 @@ def _patches(cause: Cause, target: Target, kb: Any) -> tuple[list[Patch], str]:
                 patch.label = str(path.relative_to(target.root))
             patches.extend(made)
             break
+    # A patch of the very line the evidence names comes before one elsewhere, whichever
+    # rewrite the fix lists first; otherwise the fix's own order stands.
+    sites = {(Path(s.file).name, s.line) for s in (cause.site, cause.raised) if s and s.line}
+    patches.sort(key=lambda patch: (Path(patch.file).name, patch.line) not in sites)
     return patches, "; ".join(dict.fromkeys(reasons)) or "no rewrite applies"
 
 
