@@ -543,3 +543,22 @@ def test_an_optimizer_built_before_its_model_changes_moves_after_the_change():
     assert [line.strip() for line in text.splitlines()[1:5]] == [
         "model = Net()", "model = prune(model)", "model.to(device)",
         "optimizer = torch.optim.SGD(model.parameters(), lr=0.01)  # momentum later"]
+
+
+def test_train_mode_goes_on_the_model_the_step_function_is_given():
+    source = textwrap.dedent('''\
+        class VSE(nn.Module):
+            def val_start(self):
+                self.img_enc.eval()
+
+
+        def make():
+            def train_step(model, batch, loss_fn, optimizer):
+                loss = loss_fn(model(batch[0]), batch[1])
+                loss.backward()
+                validate(model)
+            return train_step
+    ''')
+    text = make_patches("p.py", source, {"op": "train_mode_in_loop"}, 10, {})[0].patched
+    assert "    def train_step(model, batch, loss_fn, optimizer):\n        model.train()\n" in text
+    assert "self.img_enc.train()" not in text

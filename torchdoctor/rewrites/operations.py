@@ -626,7 +626,6 @@ def train_mode_in_loop(src: Source, line, params, fields) -> list[Candidate]:
     mode is undone before every training step."""
     evals = [c for c in src.nodes(cst.Call, lambda c: call_name(c) == "eval" and not c.args)
              if receiver(c) is not None]
-    owner = code(receiver(evals[0])) if evals else "model"
     loops = _loops_with(src, "backward")
     places = [loop for loop in loops
               if not any(isinstance(a, (cst.For, cst.While)) and a in loops
@@ -639,12 +638,35 @@ def train_mode_in_loop(src: Source, line, params, fields) -> list[Candidate]:
         start = 1 if body and _is_docstring(body[0]) else 0
         if len(body) > start and _statement_calls(body[start], "train"):
             continue
+        owner = _model_in(src, place, evals)
         body.insert(start, cst.parse_statement(f"{owner}.train()\n"))
         where = "loop" if isinstance(place, (cst.For, cst.While)) else f"{place.name.value}()"
         candidates.append(Candidate([(place.body, place.body.with_changes(body=body))],
                                     f"call {owner}.train() at the start of {where}",
                                     src.line(place)))
-    return _need(candidates[:MAX_CANDIDATES], "every training step already starts with train()")
+    return _need(_ranked_candidates(candidates, line)[:MAX_CANDIDATES],
+                 "every training step already starts with train()")
+
+
+_MODEL_NAMES = ("model", "net", "network", "module")
+
+
+def _model_in(src: Source, place: cst.CSTNode, evals: list[cst.Call]) -> str:
+    """The name the model has where train() goes: a parameter of the step function named
+    like a model, else what eval() was called on when that name is visible there (not
+    ``self.encoder`` from another class's method), else ``model``."""
+    function = place if isinstance(place, cst.FunctionDef) else src.function(place)
+    names = [p.name.value for p in function.params.params] if function else []
+    for name in names:
+        if name in _MODEL_NAMES or "model" in name:
+            return name
+    for call in evals:
+        root = receiver(call)
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and (root.value != "self" or "self" in names):
+            return code(receiver(call))
+    return "model"
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
