@@ -152,7 +152,7 @@ def given_expected(program: Program, folder: Path, verified: list[dict], kb
     cause.site = Site(str(folder / fix_line["file"]), fix_line["line"], "fix")
     if raised:
         cause.raised = Site(str(folder / raised["file"]), raised["line"], "raised")
-    if program.kind == "silent":
+    if program.kind == "silent" and cause.check is None:
         entry = kb.by_id[expected["entry"]]
         hypothesis = next(h for h in entry.hypotheses if h.id == expected["hypothesis"])
         cause.check = hypothesis.probe

@@ -15,6 +15,8 @@ from typing import Any
 from torchdoctor.journal import JOURNAL_NAME, read_events
 
 CONFIRMED = "confirmed"
+# The statuses of a check that found something (a pass confirms nothing).
+FOUND = ("fail", "warn")
 
 
 @dataclass
@@ -63,7 +65,7 @@ class Cause:
 
 def read_session(directory: Path) -> tuple[Target | None, dict | None, list[Cause]]:
     """The target, the error it raised (None for a silent failure) and the confirmed causes."""
-    target, error, fields, probes, states = _read(directory)
+    target, error, fields, probes, states, _checks = _read(directory)
     causes = [_cause(key, state, fields, probes, error) for key, state in states.items()
               if state.get("state") == CONFIRMED and "/" in key]
     return target, error, causes
@@ -73,13 +75,20 @@ def session_cause(directory: Path, key: str) -> Cause:
     """One hypothesis of the session as a cause, whatever its verdict (or none at all): what
     a fix would have to work with had the session confirmed it. The benchmark measures the
     rewrites this way apart from how often a cause gets confirmed."""
-    _, error, fields, probes, states = _read(directory)
-    return _cause(key, states.get(key, {}), fields, probes, error)
+    _, error, fields, probes, states, checks = _read(directory)
+    cause = _cause(key, states.get(key, {}), fields, probes, error)
+    if error is None and cause.check is None:
+        # Untested by its own probe: what proves a fix is the check that found the symptom.
+        cause.check = next((p.get("probe") for p in checks
+                            if p.get("status") in FOUND and isinstance(p.get("probe"), str)),
+                           None)
+    return cause
 
 
-def _read(directory: Path) -> tuple[Target | None, dict | None, dict, dict, dict[str, dict]]:
+def _read(directory: Path
+          ) -> tuple[Target | None, dict | None, dict, dict, dict[str, dict], list[dict]]:
     events, _warnings = read_events(directory / JOURNAL_NAME)
-    target, error, fields, probes = None, None, {}, {}
+    target, error, fields, probes, checks = None, None, {}, {}, []
     states: dict[str, dict] = {}
     for event in events:
         kind = event.get("type")
@@ -93,9 +102,11 @@ def _read(directory: Path) -> tuple[Target | None, dict | None, dict, dict, dict
                     fields[match.get("entry")] = match["fields"]
         elif kind == "hypothesis" and isinstance(event.get("key"), str):
             states.setdefault(event["key"], {}).update(event)
-        elif kind == "probe" and isinstance(event.get("hypothesis"), str):
-            probes[event["hypothesis"]] = event
-    return target, error, fields, probes, states
+        elif kind == "probe":
+            checks.append(event)
+            if isinstance(event.get("hypothesis"), str):
+                probes[event["hypothesis"]] = event
+    return target, error, fields, probes, states, checks
 
 
 def _cause(key: str, state: dict, fields: dict, probes: dict, error: dict | None) -> Cause:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.fixes.causes import Cause, Target
+from torchdoctor.fixes.causes import FOUND, Cause, Target
 from torchdoctor.fixes.verification import Run, Verification
 from torchdoctor.fixes.workspace import Workspace
 from torchdoctor.investigation.checkup import plan
@@ -46,7 +46,7 @@ def verify_harness(patch: Patch, cause: Cause, target: Target, timeout: float,
             after = _run_check(spec, check, space.copy, timeout)
             thread.join()
             before = baseline[check] = runs["before"]
-    if before.ended != "fail":
+    if before.ended not in FOUND:
         return Verification("could_not_run", f"the {check} check did not fail on the unpatched "
                             f"copy ({before.ended}), so a pass cannot prove a fix", before, after)
     if after.ended == "pass":
