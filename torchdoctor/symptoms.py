@@ -5,11 +5,21 @@ here: read the numbers out of the sentence into the same fields templates
 and derived facts use (``loss``, ``classes``, ``epoch``, ``step``, ``lr``,
 ``num_workers``, ``accuracy``), and find the entries whose ``symptoms:``
 regexes (case-insensitive) match the sentence.
+
+A description often says more with its numbers than with its words, and the
+numbers read the same in any language: a log whose loss sits at 2.303 is a
+ten-class model that learns nothing, whether the sentence around it says
+"stuck", "bleibt" or "一直不下降". ``readings`` turns what the numbers and
+identifiers say into the plain phrases people use ("loss stuck at ln(10)",
+"loss tensor accumulated without .item()"), and the symptom regexes read
+those phrases beside the text, so one regex serves both.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +79,89 @@ def extract_numbers(text: str) -> dict[str, str]:
     return found
 
 
+# --- readings: what the numbers and identifiers say -----------------------------
+
+# Every number a loss label gives, in logs ("loss: 0.70", "[loss]: 4.99", "loss = 2.30",
+# "Loss [100, 200](epoch, minibatch):  1.72") and sentences ("loss 1.386").
+_LOSS_VALUE = re.compile(
+    r"\bloss(?:es)?\b[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?\s*(?:[:=]|is|of|at)?\s*"
+    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.]*[ \t]*(?:steps?|epochs?|%))",
+    re.IGNORECASE,
+)
+# Class counts people train on: small heads, ImageNet-style heads, and the vocabularies
+# of common tokenizers (BERT 30522, bert-base-chinese 21128, LLaMA 32000, GPT-2 50257,
+# LLaMA-3 128256, Qwen 151936). ln C of these is the loss of a uniform guess.
+COMMON_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 100, 1000, 21128, 30522, 32000, 50257,
+                  128256, 151936)
+# A plateau wobbles around its value by a few hundredths; a logged value is rounded.
+_LN_TOLERANCE = 0.025
+_LN_RELATIVE = 0.005
+_FLAT_SPREAD = 0.015   # relative spread of three or more losses that "do not move"
+_LR_VALUE = re.compile(
+    r"\b(?:lr|learning[ _]rate)\b\s*(?:=|:|of|is|to|set to|at)?\s*"
+    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.])",
+    re.IGNORECASE,
+)
+# A loss tensor added to a running total, not its Python number: the graph of every
+# step stays alive ("total_loss += loss", "epoch_loss += loss[0]" at a line's end).
+_LOSS_ACCUMULATED = re.compile(
+    r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#]|$)", re.IGNORECASE)
+
+
+def learning_rates(text: str) -> list[float]:
+    """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001")."""
+    return [float(found.group(1)) for found in _LR_VALUE.finditer(bounded(text))]
+
+
+def loss_values(text: str) -> list[float]:
+    """Every loss a text reports, in order."""
+    values = []
+    for found in _LOSS_VALUE.finditer(bounded(text)):
+        try:
+            values.append(float(found.group(1)))
+        except ValueError:
+            continue
+    return values
+
+
+def _chance_classes(loss: float, classes: int | None) -> int | None:
+    """The class count C whose ln C the loss sits at, or None."""
+    candidates = (classes,) if classes and classes > 1 else COMMON_CLASSES
+    for count in candidates:
+        target = math.log(count)
+        if abs(loss - target) <= max(_LN_TOLERANCE, _LN_RELATIVE * target):
+            return count
+    return None
+
+
+def readings(text: str) -> list[str]:
+    """What a description's numbers and identifiers say, as the phrases people write.
+
+    - the losses it reports sit at ln C, the loss of a uniform guess over C classes
+      (C read from the text, else the usual class counts and vocabularies);
+    - three or more losses that do not move (within 1.5 %);
+    - two or more learning rates named (someone compared them);
+    - a loss tensor added to a running total without ``.item()``.
+    """
+    text = bounded(text)
+    said: list[str] = []
+    losses = [value for value in loss_values(text) if value > 0]
+    if losses:
+        typical = statistics.median(losses[-8:])
+        classes = extract_numbers(text).get("classes")
+        count = _chance_classes(typical, int(classes) if classes else None)
+        if count is not None:
+            said.append(f"loss stuck at ln({count}), a uniform guess over {count} classes")
+        recent = losses[-8:]
+        if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:
+            said.append(f"loss stuck at {typical:g}")
+    if len(set(learning_rates(text))) >= 2:
+        said.append("several learning rates tried")
+    if _LOSS_ACCUMULATED.search(text):
+        said.append("loss tensor accumulated without .item()")
+    return said
+
+
 @dataclass
 class SymptomMatch:
     """An entry whose symptom regexes matched, and how well."""
@@ -100,6 +193,9 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """
     results: list[SymptomMatch] = []
     seen = bounded(text)
+    said = readings(seen)
+    if said:
+        seen = seen + "\n" + "\n".join(said)
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
