@@ -97,6 +97,10 @@ COMMON_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 100, 1000, 21128, 30522, 32000
 _LN_TOLERANCE = 0.025
 _LN_RELATIVE = 0.005
 _FLAT_SPREAD = 0.015   # relative spread of three or more losses that "do not move"
+# Learning rates someone compared (0.1 against 0.001), not a scheduler's log of slowly
+# decaying values (0.0097, 0.0094, 0.0091, ...): a few values, at least 3x apart.
+_MAX_RATES_COMPARED = 4
+_RATES_APART = 3.0
 _LR_VALUE = re.compile(
     r"\b(?:lr|learning[ _]rate)\b\s*(?:=|:|of|is|to|set to|at)?\s*"
     r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.])",
@@ -140,7 +144,7 @@ def readings(text: str) -> list[str]:
     - the losses it reports sit at ln C, the loss of a uniform guess over C classes
       (C read from the text, else the usual class counts and vocabularies);
     - three or more losses that do not move (within 1.5 %);
-    - two or more learning rates named (someone compared them);
+    - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``.
     """
     text = bounded(text)
@@ -155,7 +159,8 @@ def readings(text: str) -> list[str]:
         recent = losses[-8:]
         if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:
             said.append(f"loss stuck at {typical:g}")
-    if len(set(learning_rates(text))) >= 2:
+    rates = {rate for rate in learning_rates(text) if rate > 0}
+    if 2 <= len(rates) <= _MAX_RATES_COMPARED and max(rates) >= _RATES_APART * min(rates):
         said.append("several learning rates tried")
     if _LOSS_ACCUMULATED.search(text):
         said.append("loss tensor accumulated without .item()")
