@@ -96,7 +96,10 @@ COMMON_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 100, 1000, 21128, 30522, 32000
 # A plateau wobbles around its value by a few hundredths; a logged value is rounded.
 _LN_TOLERANCE = 0.025
 _LN_RELATIVE = 0.005
-_FLAT_SPREAD = 0.015   # relative spread of three or more losses that "do not move"
+_FLAT_SPREAD = 0.015
+# The last losses a log reports say where training is now; a falling curve that
+# passed ln C on its way down has most of them elsewhere.
+_RECENT_LOSSES = 8   # relative spread of three or more losses that "do not move"
 # Learning rates someone compared (0.1 against 0.001), not a scheduler's log of slowly
 # decaying values (0.0097, 0.0094, 0.0091, ...): a few values, at least 3x apart.
 _MAX_RATES_COMPARED = 4
@@ -141,22 +144,22 @@ def _chance_classes(loss: float, classes: int | None) -> int | None:
 def readings(text: str) -> list[str]:
     """What a description's numbers and identifiers say, as the phrases people write.
 
-    - the losses it reports sit at ln C, the loss of a uniform guess over C classes
-      (C read from the text, else the usual class counts and vocabularies);
+    - most of the last losses it reports sit at ln C, the loss of a uniform guess over
+      C classes (C read from the text, else the usual class counts and vocabularies);
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``.
     """
     text = bounded(text)
     said: list[str] = []
-    losses = [value for value in loss_values(text) if value > 0]
-    if losses:
-        typical = statistics.median(losses[-8:])
+    recent = [value for value in loss_values(text) if value > 0][-_RECENT_LOSSES:]
+    if recent:
+        typical = statistics.median(recent)
         classes = extract_numbers(text).get("classes")
         count = _chance_classes(typical, int(classes) if classes else None)
-        if count is not None:
+        near = sum(_chance_classes(value, count) == count for value in recent) if count else 0
+        if count is not None and near * 2 > len(recent):
             said.append(f"loss stuck at ln({count}), a uniform guess over {count} classes")
-        recent = losses[-8:]
         if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:
             said.append(f"loss stuck at {typical:g}")
     rates = {rate for rate in learning_rates(text) if rate > 0}
