@@ -13,7 +13,7 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
-from torchdoctor.symptoms import learning_rates, loss_values, readings
+from torchdoctor.symptoms import extract_numbers, learning_rates, loss_values, readings
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 
@@ -33,6 +33,11 @@ def test_loss_log_values_are_read_in_log_and_sentence_forms():
     text = ("step 17 loss: 0.700079\n[loss]: 4.99\nLoss [100, 200](epoch, minibatch):  1.72\n"
             "the loss 1.386 after 3 steps")
     assert loss_values(text) == [0.700079, 4.99, 1.72, 1.386]
+
+
+def test_a_number_at_the_end_of_a_log_line_belongs_to_its_label_not_the_next_line():
+    assert extract_numbers(FLAT_AT_LN10)["loss"] == "2.3081"
+    assert loss_values("loss at step 5 is 2.3") == []
 
 
 def test_a_loss_hovering_at_ln_10_reads_as_a_uniform_guess():
@@ -82,6 +87,7 @@ DESCRIPTIONS = [
     # a log with no words about it: only the numbers say "not learning"
     (FLAT_AT_LN10, "training.loss_constant"),
     ("跑了 50 个 epoch，loss 一直不下降，还是 2.30 左右", "training.loss_constant"),
+    ("Desde la época 3 la loss se queda en 2.98 y no baja.", "training.loss_constant"),
     ("Nach 20 Epochen:\nloss: 0.6931\nloss: 0.6929\nloss: 0.6934\n", "training.loss_constant"),
     # NaN: the learning rate is the cause only when the text names it as the lever
     ("Switched the model to fp16 with autocast; now the loss is nan after a few hundred steps.",

@@ -36,7 +36,8 @@ _COUNT = r"\b(\d{1,9})"
 # "loss is nan at step 0").
 _GAP = (r"(?:(?!\b(?:after|for|every|within|by|steps?|epochs?|iter|iterations?|batch)\b)"
         r"[^0-9\n;]){0,30}?")
-_NOT_A_COUNT = r"(?!\.?\d|\s*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
+# What follows a number on its own line says nothing about it ("loss = 2.30\nepoch 1").
+_NOT_A_COUNT = r"(?!\.?\d|[ \t]*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
 
 # Each field is read by the first of its patterns that matches.
 _FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
@@ -84,8 +85,7 @@ def extract_numbers(text: str) -> dict[str, str]:
 # Every number a loss label gives, in logs ("loss: 0.70", "[loss]: 4.99", "loss = 2.30",
 # "Loss [100, 200](epoch, minibatch):  1.72") and sentences ("loss 1.386").
 _LOSS_VALUE = re.compile(
-    r"\bloss(?:es)?\b[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?\s*(?:[:=]|is|of|at)?\s*"
-    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.]*[ \t]*(?:steps?|epochs?|%))",
+    r"\bloss(?:es)?\b[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?" + _GAP + _NUMBER + _NOT_A_COUNT,
     re.IGNORECASE,
 )
 # Class counts people train on: small heads, ImageNet-style heads, and the vocabularies
