@@ -498,5 +498,32 @@ PROBES: dict[str, ProbeSpec] = {
                 "target_produced_at", "problems", "error_type", "error_message",
             ),
         ),
+        ProbeSpec(
+            "inplace_leaf",
+            "autograd",
+            "the leaf tensor the failing line writes in place, read in the failing frame: a"
+            " parameter that already holds a gradient (a hand-written update) or one written"
+            " while it is initialised",
+            "failure",
+            facts=("written", "is_parameter", "has_grad", "reads_grad", "function",
+                   "updates_after_backward", "initialising"),
+        ),
+        ProbeSpec(
+            "loss_construction",
+            "loss",
+            "a loss class being constructed in the failing frames with tensors among its"
+            " arguments (nn.CrossEntropyLoss(output, target))",
+            "failure",
+            facts=("loss_class", "tensor_arguments", "constructed_with_tensors"),
+        ),
+        ProbeSpec(
+            "graph_carrier",
+            "autograd",
+            "the tensor NumPy refused because it requires grad: computed or a leaf, read in"
+            " the failing frames, and the line that made it, walked back in the recording",
+            "failure",
+            facts=("carrier_computed", "carrier_grad_fn", "carrier_shape", "made_at",
+                   "reproduced"),
+        ),
     )
 }
