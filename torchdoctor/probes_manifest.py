@@ -525,5 +525,15 @@ PROBES: dict[str, ProbeSpec] = {
             facts=("carrier_computed", "carrier_grad_fn", "carrier_shape", "made_at",
                    "reproduced"),
         ),
+        ProbeSpec(
+            "backward_root",
+            "autograd",
+            "the tensor backward() was called on, from the failing frames: its shape and"
+            " whether a loss returned it unreduced (reduction='none'), and the line that"
+            " chose the reduction",
+            "failure",
+            facts=("root_shape", "root_numel", "root_grad_fn", "reduction_none",
+                   "loss_module", "built_at"),
+        ),
     )
 }

@@ -58,3 +58,42 @@ def lookup(expr: ast.expr, frame: FrameType) -> Any:
 
 def text(expr: ast.AST) -> str:
     return ast.unparse(expr)
+
+
+def keyword_origin(filename: str, line: int, keyword: str) -> int | None:
+    """The line that chose a call's ``keyword`` argument: the call's own line when it is
+    written there, the last assignment of the name before the call when it is a variable
+    of the same function (``reduction = "none"`` two lines above ``Loss(reduction=reduction)``)."""
+    statement = statement_at(filename, line)
+    if statement is None:
+        return None
+    for node in ast.walk(statement):
+        if not isinstance(node, ast.Call):
+            continue
+        for given in node.keywords:
+            if given.arg != keyword:
+                continue
+            if isinstance(given.value, ast.Name):
+                return _assigned_before(filename, given.value.id, node.lineno) or given.lineno
+            return given.value.lineno
+    return None
+
+
+def _assigned_before(filename: str, name: str, line: int) -> int | None:
+    """The last plain assignment of ``name`` before ``line`` in the function holding it."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+    scopes = [node for node in ast.walk(tree)
+              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and node.lineno <= line <= (node.end_lineno or node.lineno)]
+    scope = max(scopes, key=lambda node: node.lineno) if scopes else tree
+    found = None
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno < line:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets) and (
+                    found is None or node.lineno > found):
+                found = node.lineno
+    return found
