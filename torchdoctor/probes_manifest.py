@@ -535,5 +535,15 @@ PROBES: dict[str, ProbeSpec] = {
             facts=("root_shape", "root_numel", "root_grad_fn", "reduction_none",
                    "loss_module", "built_at"),
         ),
+        ProbeSpec(
+            "argument_value",
+            "other",
+            "the value a torch op refused for a tensor argument, read in the failing frames:"
+            " its type, whether it is a container of tensors, and the user's line that bound"
+            " it (a module call or not)",
+            "failure",
+            facts=("argument", "value_type", "is_container", "holds_tensors", "held_as",
+                   "from_module_call", "bound_at"),
+        ),
     )
 }

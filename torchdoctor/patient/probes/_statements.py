@@ -74,12 +74,12 @@ def keyword_origin(filename: str, line: int, keyword: str) -> int | None:
             if given.arg != keyword:
                 continue
             if isinstance(given.value, ast.Name):
-                return _assigned_before(filename, given.value.id, node.lineno) or given.lineno
+                return assigned_before(filename, given.value.id, node.lineno) or given.lineno
             return given.value.lineno
     return None
 
 
-def _assigned_before(filename: str, name: str, line: int) -> int | None:
+def assigned_before(filename: str, name: str, line: int) -> int | None:
     """The last plain assignment of ``name`` before ``line`` in the function holding it."""
     try:
         tree = ast.parse("".join(linecache.getlines(filename)))
