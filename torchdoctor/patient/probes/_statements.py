@@ -25,10 +25,10 @@ def statement_at(filename: str, line: int) -> ast.stmt | None:
         return None
     found = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND) and (
-                node.lineno <= line <= (node.end_lineno or node.lineno)):
-            if found is None or node.lineno >= found.lineno:
-                found = node
+        spans = isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND) and (
+            node.lineno <= line <= (node.end_lineno or node.lineno))
+        if spans and (found is None or node.lineno >= found.lineno):
+            found = node
     return found
 
 
