@@ -545,5 +545,16 @@ PROBES: dict[str, ProbeSpec] = {
             facts=("argument", "value_type", "is_container", "holds_tensors", "held_as",
                    "from_module_call", "bound_at"),
         ),
+        ProbeSpec(
+            "label_encoding",
+            "loss",
+            "the target rows at a class-index loss, read in the failing frames against the"
+            " input's classes: one-hot, multi-hot or one-hot flattened by view(-1); the fix"
+            " where the labels were written or where the loss was chosen",
+            "failure",
+            facts=("loss", "input_shape", "target_shape", "classes", "target_binary",
+                   "rows_match_input", "flattened_rows", "ones_per_row", "one_hot",
+                   "multi_hot", "labels_made_at", "loss_chosen_at"),
+        ),
     )
 }

@@ -17,11 +17,18 @@ from typing import Any
 MISSING = object()
 
 
+def parsed(filename: str) -> ast.Module | None:
+    """The user's file as the interpreter ran it (``linecache``), or None."""
+    try:
+        return ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+
+
 def statement_at(filename: str, line: int) -> ast.stmt | None:
     """The innermost simple statement of ``filename`` that spans ``line``."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
+    tree = parsed(filename)
+    if tree is None:
         return None
     found = None
     for node in ast.walk(tree):
@@ -81,9 +88,8 @@ def keyword_origin(filename: str, line: int, keyword: str) -> int | None:
 
 def assigned_before(filename: str, name: str, line: int) -> int | None:
     """The last plain assignment of ``name`` before ``line`` in the function holding it."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
+    tree = parsed(filename)
+    if tree is None:
         return None
     scopes = [node for node in ast.walk(tree)
               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
