@@ -556,5 +556,15 @@ PROBES: dict[str, ProbeSpec] = {
                    "rows_match_input", "flattened_rows", "ones_per_row", "one_hot",
                    "multi_hot", "labels_made_at", "loss_chosen_at"),
         ),
+        ProbeSpec(
+            "sampled_ids",
+            "index",
+            "ids at an Embedding that reach past its table, read against the width of the"
+            " model's own scores (the model run again on ids in range) and whether the caller"
+            " samples ids from them; the line that built the module setting that width",
+            "failure",
+            facts=("num_embeddings", "max_id", "output_width", "widest_module",
+                   "output_wider_than_table", "ids_within_output", "ids_fed_back"),
+        ),
     )
 }
