@@ -230,8 +230,123 @@ def test_an_unconverted_array_is_data_not_a_model_output(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["inplace_leaf", "loss_construction", "graph_carrier",
-                                  "backward_root", "argument_value"])
+                                  "backward_root", "argument_value", "label_encoding",
+                                  "sampled_ids"])
 def test_without_a_failure_the_probes_conclude_nothing(name):
     answer = run_probe(name, None, {})
     assert answer["status"] in ("inconclusive", "pass") and answer["status"] != "error"
     assert answer.get("fix_at") is None
+
+
+def test_one_hot_labels_flattened_point_at_the_encoding(tmp_path):
+    ctx, fix = crash(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+        from torch.utils.data import DataLoader, TensorDataset
+
+        labels = torch.zeros(12, 3, dtype=torch.long)
+        for row in range(12):
+            labels[row, row % 3] = 1  # FIX
+        loader = DataLoader(TensorDataset(torch.randn(12, 5), labels), batch_size=4)
+        head = torch.nn.Linear(5, 3)
+        for x, y in loader:
+            loss = F.cross_entropy(head(x), y.view(-1))
+    """)
+    answer = probed("label_encoding", ctx)
+    assert answer["facts"]["flattened_rows"] is True and answer["facts"]["one_hot"] is True
+    assert answer["fix_at"]["line"] == fix
+    assert verdict("shape.loss_batch_size", "one_hot_flattened", answer, ctx) == "confirmed"
+
+
+def test_a_view_that_merges_the_batch_of_scores_is_not_flattened_labels(tmp_path):
+    ctx, _ = crash(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+        x = torch.randn(8, 4, 2, 2)
+        logits = torch.nn.Linear(8, 3)(x.view(-1, 8))
+        F.cross_entropy(logits, torch.randint(0, 3, (8,)))
+    """)
+    answer = probed("label_encoding", ctx)
+    assert answer["facts"]["flattened_rows"] is False
+    assert verdict("shape.loss_batch_size", "one_hot_flattened", answer, ctx) == "rejected"
+
+
+def test_multi_hot_rows_are_fixed_where_the_loss_is_chosen(tmp_path):
+    ctx, fix = crash(tmp_path, """
+        import argparse
+        import torch
+        from torch import nn
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--criterion", default="ce")  # FIX
+        args = parser.parse_args([])
+        labels = torch.tensor([[1, 0, 1], [0, 1, 1], [1, 0, 0], [1, 1, 1]])
+        criterion = nn.CrossEntropyLoss() if args.criterion == "ce" else nn.BCEWithLogitsLoss()
+        loss = criterion(torch.randn(4, 3), labels)
+    """)
+    answer = probed("label_encoding", ctx)
+    assert answer["facts"]["multi_hot"] is True and answer["facts"]["ones_per_row"] == [1, 3]
+    assert answer["fix_at"]["line"] == fix
+    entry = "dtype.ce_probability_target"
+    assert verdict(entry, "multi_label_task", answer, ctx) == "confirmed"
+    assert verdict(entry, "one_hot_integer_target", answer, ctx) == "rejected"
+
+
+def test_one_hot_rows_shaped_like_the_scores_are_single_label(tmp_path):
+    ctx, fix = crash(tmp_path, """
+        import torch
+        from torch import nn
+        one_hot = nn.functional.one_hot(torch.tensor([0, 2, 1, 0]), 3)  # FIX
+        nn.CrossEntropyLoss()(torch.randn(4, 3), one_hot)
+    """)
+    answer = probed("label_encoding", ctx)
+    assert answer["facts"]["one_hot"] is True and answer["facts"]["rows_match_input"] is True
+    assert answer["fix_at"]["line"] == fix
+    entry = "dtype.ce_probability_target"
+    assert verdict(entry, "one_hot_integer_target", answer, ctx) == "confirmed"
+    assert verdict(entry, "multi_label_task", answer, ctx) == "rejected"
+
+
+GENERATOR = """
+    import torch
+    from torch import nn
+
+    class TinyLM(nn.Module):
+        def __init__(self, vocab):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, 16)
+            self.head = nn.Linear(16, {head})  # FIX
+
+        def forward(self, idx):
+            return self.head(self.embed(idx))
+
+    def generate(model, idx, steps):
+        for _ in range(steps):
+            scores = model(idx)[:, -1]
+            nxt = torch.argmax(scores, dim=-1, keepdim=True)
+            idx = torch.cat([idx, nxt], dim=1)
+        return idx
+
+    torch.manual_seed(0)
+    model = TinyLM(10)
+    with torch.no_grad():
+        model.head.bias[:10] = -100.0  # every score past the vocabulary wins the argmax
+    {call}
+"""
+
+
+def test_ids_sampled_from_scores_wider_than_the_table_point_at_the_head(tmp_path):
+    start = "generate(model, torch.zeros(1, 1, dtype=torch.long), 3)"
+    ctx, fix = crash(tmp_path, GENERATOR.format(head=40, call=start))
+    answer = probed("sampled_ids", ctx)
+    assert answer["facts"]["output_width"] == 40 and answer["facts"]["ids_fed_back"] is True
+    assert answer["fix_at"]["line"] == fix
+    entry = "index.embedding_out_of_range"
+    assert verdict(entry, "scores_wider_than_table", answer, ctx) == "confirmed"
+
+
+def test_data_ids_past_a_table_as_wide_as_the_scores_are_not_sampled(tmp_path):
+    ctx, _ = crash(tmp_path, GENERATOR.format(head=10, call="model(torch.tensor([[3, 12]]))"))
+    answer = probed("sampled_ids", ctx)
+    assert answer["facts"]["output_wider_than_table"] is False
+    entry = "index.embedding_out_of_range"
+    assert verdict(entry, "scores_wider_than_table", answer, ctx) == "rejected"
