@@ -21,6 +21,7 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import never_raises
 from torchdoctor.patient.probes._failing_frames import failing_exception, frames
 from torchdoctor.patient.probes._frames import USER, file_kind, frame_info
+from torchdoctor.patient.probes._recorded import Producers, site
 from torchdoctor.patient.probes._statements import keyword_origin
 from torchdoctor.patient.recorder.replay import recording_for
 
@@ -69,11 +70,7 @@ def _sites(ctx: ProbeContext, facts: dict[str, Any]) -> dict[str, Any]:
     failure = recording.get("failure") or {}
     if not recording.get("reproduced") or not failure.get("inputs"):
         return {}
-    wanted = failure["inputs"][0]["id"]
-    producer = None
-    for event in recording.get("events") or []:
-        if event.get("kind") == "op" and any(o["id"] == wanted for o in event.get("outputs") or []):
-            producer = event
+    producer = Producers(recording, failure.get("seq")).of(failure["inputs"][0]["id"])
     if producer is None or not producer.get("file"):
         return {}
     label = producer.get("module_label")
@@ -87,8 +84,4 @@ def _sites(ctx: ProbeContext, facts: dict[str, Any]) -> dict[str, Any]:
     line = keyword_origin(built["file"], built["line"], "reduction") or built["line"]
     fix = frame_info(built["file"], line, built.get("function") or "")
     fix["module"] = producer.get("module")
-    raised = frame_info(failure["file"], failure["line"], failure.get("function") or "") \
-        if failure.get("file") else None
-    if raised is not None:
-        raised["module"] = None
-    return {"raised_at": raised, "fix_at": fix}
+    return {"raised_at": site({**failure, "module": None}), "fix_at": fix}

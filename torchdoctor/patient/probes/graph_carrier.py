@@ -21,7 +21,7 @@ from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import never_raises
 from torchdoctor.patient.probes._failing_frames import failing_exception, frames
-from torchdoctor.patient.probes._frames import USER, file_kind, frame_info
+from torchdoctor.patient.probes._recorded import Producers, site
 from torchdoctor.patient.recorder.replay import recording_for
 
 PROBE_FACTS = ("carrier_computed", "carrier_grad_fn", "carrier_shape", "made_at",
@@ -77,31 +77,18 @@ def _made_at(ctx: ProbeContext) -> dict[str, Any]:
     failure = recording.get("failure") or {}
     if not recording.get("reproduced") or failure.get("op") not in _RECORDED_CONVERSIONS:
         return {}
-    producers: dict[int, dict[str, Any]] = {}
-    for event in recording.get("events") or []:
-        if event.get("kind") == "op" and event.get("seq", 0) < failure.get("seq", 0):
-            for out in event.get("outputs") or []:
-                producers[out["id"]] = event
-    raised = _site(failure)
+    producers = Producers(recording, failure.get("seq"))
+    raised = site({**failure, "module": None})
     fix = raised
-    wanted = (failure.get("inputs") or [{}])[0].get("id")
-    event = producers.get(wanted)
+    event = producers.of((failure.get("inputs") or [{}])[0].get("id"))
     computed = event is not None
     seen: set[int] = set()
-    while event is not None and id(event) not in seen:
-        seen.add(id(event))
+    while event is not None and event["seq"] not in seen:
+        seen.add(event["seq"])
         if (event.get("file"), event.get("line")) != (failure.get("file"), failure.get("line")):
             if not event.get("module"):
-                fix = _site(event)
+                fix = site(event)
             break
-        inputs = [t["id"] for t in event.get("inputs") or [] if t["id"] in producers]
-        event = producers.get(inputs[0]) if inputs else None
+        inputs = [t["id"] for t in event.get("inputs") or [] if producers.of(t["id"])]
+        event = producers.of(inputs[0]) if inputs else None
     return {"raised_at": raised, "fix_at": fix, "computed": computed}
-
-
-def _site(event: dict[str, Any]) -> dict[str, Any] | None:
-    if not event.get("file") or file_kind(event["file"]) != USER:
-        return None
-    site = frame_info(event["file"], event["line"], event.get("function") or "")
-    site["module"] = event.get("module")
-    return site
