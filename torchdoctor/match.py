@@ -565,6 +565,10 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     prose_fields: dict = {}
     if parsed is not None:
         links = _links(parsed)
+        if not links[0].text.strip():
+            # A traceback cut before its exception line, with no error line anywhere:
+            # the words that name the error can only be in the prose or the frames.
+            links.append(_Link(None, tail, 1.0))
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
         candidates = _match_patterns(index, links, phase)

@@ -20,9 +20,16 @@ Torch-free, pure and deterministic. Choices worth knowing:
 * A traceback cut before its exception line takes the error line written above or
   below it (``extras["source"] == "error_line_outside_traceback"``), so an error line
   anywhere in the paste never leaves the message empty.
+* A message cut short, or a traceback cut after its last frame, is completed from that
+  frame's ``raise SomeError("literal")`` line (``parsing/raise_site.py``).
+* A wrapper that re-raises another process's error is read through: a DataLoader
+  worker's ``Caught X in DataLoader worker process N`` (with or without the main
+  process's frames) and mp.spawn's ``ProcessRaisedException`` with ``-- Process N
+  terminated with the following error:``; the inner error is the root.
 * ``extras["source"]`` says where the message came from: ``traceback``,
-  ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``,
-  ``error_record``, ``cuda_assert`` or ``error_line_outside_traceback``.
+  ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``, ``ide`` (an
+  IDE's "Exception has occurred: Type" and the lines under it), ``error_record``,
+  ``cuda_assert``, ``error_line_outside_traceback`` or ``raise_statement``.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from torchdoctor.parsing.lines import CleanLines, clean_lines
 from torchdoctor.parsing.loose import LooseError, find_loose_error
 from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
 from torchdoctor.parsing.phase import judge_phase
+from torchdoctor.parsing.raise_site import completes, raised_message
 from torchdoctor.parsing.scanner import (
     FoundTraceback,
     TracebackScanner,
@@ -47,6 +55,9 @@ from torchdoctor.parsing.signature import message_signature
 __all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
 
 LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
+# Exceptions that only carry another process's error: an error line found beside a
+# traceback cut at one of them is that error, whatever its type.
+WRAPPERS = LAUNCHER_SUMMARIES | {"ProcessRaisedException"}
 DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d{1,9})\b")
 
 
@@ -107,6 +118,7 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         extras["other_errors"] = _other_errors(candidates, chosen)
         if not chain[root].message.strip():
             _message_from_outside(lines, chosen, chain[root], extras)
+        _message_from_raise(chain[root], extras)
     else:
         chain = _lone_error(lines, extras)
         root = 0
@@ -229,14 +241,27 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
     # exception in the middle of a "frame".
     found = (find_loose_error(lines.texts, outside, lines.error_records)
              or find_loose_error(lines.texts, range(start, min(end, len(lines.texts)))))
-    if found is None or (link.type and found.full_type
+    if found is None or (link.type and link.type not in WRAPPERS and found.full_type
                          and short_type(found.full_type) != link.type):
         return
     adopted = _loose_link(lines, found)
     link.message = adopted.message
-    if not link.type:
+    if not link.type or (link.type in WRAPPERS and adopted.type):
         link.type, link.full_type = adopted.type, adopted.full_type
     extras["source"] = "error_line_outside_traceback"
+
+
+def _message_from_raise(link: ChainLink, extras: dict) -> None:
+    """An empty or cut message completed from the literal its innermost frame raised."""
+    raised = raised_message(link.frames)
+    if raised is None or not completes(link.message, raised[1]):
+        return
+    if link.type and link.type != raised[0]:
+        return
+    link.message = raised[1]
+    if not link.type:
+        link.type = link.full_type = raised[0]
+    extras["source"] = "raise_statement"
 
 
 def _user_frame(chain: list[ChainLink], root: int) -> Frame | None:

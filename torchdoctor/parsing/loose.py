@@ -54,7 +54,11 @@ REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
 # the line's offsets again for every span. Each span is bounded, so the walk is linear.
 QUOTED = re.compile(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
 CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'"}
+MESSAGE_LINES = 20
 LABELS = frozenset({"Error", "Exception", "error"})
+# VS Code's debugger: "Exception has occurred: RuntimeError" (sometimes with a note after
+# it), the message on the lines below, then the frames innermost first.
+IDE_EXCEPTION = re.compile(r"Exception has occurred: (?P<type>[A-Za-z_][\w.]{0,100})\b")
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
 
@@ -100,6 +104,10 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     as an error by its words, the first of those is the error.
     """
     chosen = list(indices)
+    for index in chosen:
+        found = _ide_exception(texts, index)
+        if found is not None:
+            return found
     readers: list[Callable[[str, int], LooseError | None]] = [
         _exception_line, _embedded_or_repr, _quoted, _message_only]
     for reader in readers:
@@ -116,6 +124,25 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
             if found is not None:
                 return found
     return None
+
+
+def _ide_exception(texts: list[str], index: int) -> LooseError | None:
+    """The message under an IDE's "Exception has occurred: Type" line, up to a blank line
+    or the first frame."""
+    stripped = texts[index].strip()
+    if not stripped.startswith("Exception has occurred"):
+        return None
+    found = IDE_EXCEPTION.match(stripped)
+    if found is None:
+        return None
+    lines = []
+    for line in texts[index + 1:index + 1 + MESSAGE_LINES]:
+        if not line.strip() or line.strip().startswith(("File ", "Traceback ")):
+            break
+        lines.append(line.strip())
+    if not lines:
+        return None
+    return LooseError(found["type"], _own_words("\n".join(lines)), index, "ide")
 
 
 def _exception_line(raw: str, index: int) -> LooseError | None:
@@ -146,8 +173,8 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
                 # 'I get "ValueError: …" at this line': the quote ends the message.
                 message = message[:message.find(CLOSING_QUOTE[opening])]
-            message = _own_words(message).rstrip().rstrip("`\"”'").rstrip()
-            return LooseError(embedded["type"], message, index, "embedded")
+            return LooseError(embedded["type"], _without_closing_quote(_own_words(message)),
+                              index, "embedded")
     if "(" in raw:
         opening = REPR_OPENING.search(raw)
         # Code that raises the exception (a frame's source line) is not the error itself.
@@ -156,6 +183,19 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if text is not None and text.strip():
                 return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
     return None
+
+
+def _without_closing_quote(message: str) -> str:
+    """The message without a quote mark that closes a quotation opened before its type.
+
+    A quote is the person's only when it is left unpaired: torch's own messages quote
+    names in pairs ("… but found 'cuda'", "no attribute 'training'"), and those stay.
+    """
+    message = message.rstrip()
+    while message and message[-1] in "`\"”'" and (
+            message[-1] == "”" or message.count(message[-1]) % 2 == 1):
+        message = message[:-1].rstrip()
+    return message
 
 
 def _balanced(raw: str, start: int) -> str | None:
