@@ -9,6 +9,7 @@ regexes (case-insensitive) match the sentence.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -92,6 +93,35 @@ def symptom_regexes(entry: object) -> list[object]:
     return list(getattr(entry, "symptoms", None) or [])
 
 
+@functools.lru_cache(maxsize=4096)
+def phrases(regex: str) -> tuple[str, ...]:
+    """The top-level alternatives of a symptom regex, each a phrase of its own.
+
+    ``a|b`` written as one regex says as much as ``a`` and ``b`` written as two: an
+    entry that packs its phrases into one alternation must not score a full share
+    of its symptoms whichever single phrase a text happens to hit.
+    """
+    branches, depth, start, escaped, in_class = [], 0, 0, False, False
+    for position, char in enumerate(regex):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(regex[start:position])
+            start = position + 1
+    branches.append(regex[start:])
+    return tuple(branches) if all(b.strip() for b in branches) else (regex,)
+
+
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
@@ -106,16 +136,25 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
             continue
         matched: list[str] = []
         captured: dict[str, str] = {}
-        matched_chars = 0
+        matched_chars = total = 0
         for regex in regexes:
-            compiled = _compile(regex)
-            found = compiled.search(seen) if compiled else None
-            if found:
-                matched.append(compiled.pattern)
+            branches = phrases(str(getattr(regex, "regex", regex)))
+            total += len(branches)
+            if len(branches) > 1 and (whole := _compile(regex)) is not None and not (
+                    whole.search(seen)):
+                continue  # one search settles a miss; branches are only read on a hit
+            hits = [(branch, found) for branch in branches
+                    if (compiled := _compile(branch)) is not None
+                    and (found := compiled.search(seen)) is not None]
+            if hits:
+                # One phrase of the alternation counts, the longest hit: an entry's
+                # phrases that all say the same thing in other words are one symptom.
+                branch, found = max(hits, key=lambda hit: len(hit[1].group(0)))
+                matched.append(branch)
                 matched_chars += len(found.group(0))
                 captured.update({k: v for k, v in found.groupdict().items() if v is not None})
         if matched:
             specificity = matched_chars / (matched_chars + 20)
-            results.append(SymptomMatch(entry, matched, len(regexes), specificity, captured))
+            results.append(SymptomMatch(entry, matched, total, specificity, captured))
     results.sort(key=lambda m: (-len(m.matched), -m.specificity, str(getattr(m.entry, "id", ""))))
     return results
