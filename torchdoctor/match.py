@@ -223,9 +223,10 @@ class _LiteralCache:
 
 
 def _normalise(message: str) -> str:
-    """Wording without the numbers and paths that change from run to run."""
+    """Wording without the numbers, shapes and paths that change from run to run."""
     text = _PATH_TOKEN.sub(_path_or_word, bounded(message).lower())
     text = _DECIMAL_RUN.sub("#", text)
+    text = _NUMBER_LIST.sub("#", text)
     return _SPACE_RUN.sub(" ", text).strip()
 
 
@@ -234,6 +235,9 @@ def _normalise(message: str) -> str:
 _PATH_TOKEN = re.compile(r"(?:[a-z]:)?[\w./\\-]+")
 _DECIMAL_RUN = re.compile(r"\d+(?:\.\d+)?")
 _SPACE_RUN = re.compile(r"\s+")
+# A shape is a list of numbers as long as the tensor's rank: "32 3 3", "[10, 512, 512]",
+# "[2 x 64]" are one value each, so wordings that quote shapes of other ranks compare.
+_NUMBER_LIST = re.compile(r"\[?#(?:(?:, ?| x | )#){1,15}\]?")
 
 
 def _path_or_word(found: re.Match[str]) -> str:
