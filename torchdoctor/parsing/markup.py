@@ -19,6 +19,9 @@ ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 # "```Traceback (most recent call last):" keeps its first word.
 FENCE = re.compile(r"```(?:[A-Za-z0-9_+-]{1,20}(?=[ \t]*(?:\r?\n|$)))?")
 BOLD = re.compile(r"\*\*([^*\n]{1,300})\*\*")
+# Bold that opens on one line and closes on a later one: the marks at a line's start
+# (column 0, where no traceback line begins with "**") and at its end.
+BOLD_ACROSS_LINES = re.compile(r"^\*\*(?=\S)|(?<=\S)\*\*[ \t]*$", re.MULTILINE)
 # A page or a word processor curls the quotes torch printed straight.
 STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
 IDE_NOISE = ("python-BaseException", "Process finished with exit code")
@@ -37,6 +40,8 @@ def undo_markup(text: str) -> str:
         text = FENCE.sub("\n", text)
     if "**" in text:
         text = BOLD.sub(r"\1", text)
+        if "**" in text:
+            text = BOLD_ACROSS_LINES.sub("", text)
     return text
 
 
