@@ -24,7 +24,10 @@ counts 0.6 of that. Ties go to the id, so the order is deterministic.
 
 Calibration: when patterns of two or more entries match one paste, every
 pattern match loses ``CONTESTED_PENALTY`` (the order stays; the certainty
-goes). Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
+goes); among them an entry about an op the user's raising line calls
+(``torch.stack(…)`` for a stack entry, ``a @ b`` for a matmul one) gains
+``OP_BONUS``, because the frame is what tells siblings with one wording apart.
+Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
 prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
 type and a pattern agree and no other entry's pattern matched — names the
 right entry at least 95 % of the time; below it a match is worded as a guess.
@@ -68,6 +71,9 @@ PHASE_BONUS = 0.05
 SPECIFICITY_WEIGHT = 0.4
 OTHER_LINK_WEIGHT = 0.6
 CONTESTED_PENALTY = 0.5
+# Between entries that all matched, the one about the op the user's raising line calls
+# (torch.stack, not torch.cat; torch.bmm, not nn.Linear) is the one that discriminates.
+OP_BONUS = 0.15
 # A top match at or above this is right >= 95 % of the time on the corpus (see above).
 CONFIDENT = 3.0
 
@@ -457,7 +463,8 @@ def _links(parsed: object) -> list[_Link]:
     return links
 
 
-def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) -> list[_Candidate]:
+def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
+                    raising_code: str | None = None) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
@@ -493,10 +500,36 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
     if len(best) > 1:
+        called = _ops_called(raising_code)
         for candidate in best.values():
             candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
             candidate.reason += f"; {len(best) - 1} other entries matched too"
+            named = called & _entry_ops(candidate.entry)
+            if named:
+                candidate.score = round(candidate.score + OP_BONUS, 4)
+                candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
     return list(best.values())
+
+
+# An op the raising line calls: torch.stack(…), F.linear(…), x.bmm(…), a @ b.
+_CALLED = re.compile(r"\.([a-z_][a-z0-9_]{1,40})\s*\(|(@)")
+_ENTRY_OP = re.compile(r"\btorch\.(?:nn\.functional\.)?([a-z_][a-z0-9_]{1,40})|\bnn\.([A-Za-z]\w{1,40})")
+
+
+def _ops_called(code: str | None) -> set[str]:
+    """The ops the user's raising line calls, lower-cased (``@`` reads as matmul)."""
+    if not code:
+        return set()
+    return {"matmul" if found.group(2) else found.group(1).lower()
+            for found in _CALLED.finditer(code[:500])}
+
+
+def _entry_ops(entry: object) -> set[str]:
+    """The ops an entry is about: those its title names as code (``torch.stack``,
+    ``nn.Linear``) and the words of its id's slug (``shape.bmm_batch``: bmm, batch)."""
+    title = str(getattr(entry, "title", "") or "")
+    named = {(a or b).lower() for a, b in _ENTRY_OP.findall(title)}
+    return named | set(str(entry.id).rsplit(".", 1)[-1].split("_"))
 
 
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
@@ -575,7 +608,8 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             links.append(_Link(None, tail, 1.0))
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
-        candidates = _match_patterns(index, links, phase)
+        user_frame = _value(parsed, "user_frame")
+        candidates = _match_patterns(index, links, phase, _value(user_frame, "code"))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
     else:
