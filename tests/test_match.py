@@ -16,6 +16,7 @@ from torchdoctor.knowledge import Entry, Fix, Hypothesis, KnowledgeBase, Pattern
 from torchdoctor.match import (
     CONFIDENT,
     CONTESTED_PENALTY,
+    OP_BONUS,
     TIER_MESSAGE,
     TIER_REGEX,
     TIER_SYMPTOM,
@@ -413,3 +414,43 @@ def test_an_error_from_another_library_is_named_with_the_frame_that_raised_it(
 def test_torchs_own_errors_are_not_put_on_another_library():
     assert diagnose(LINEAR_TRACEBACK, kb(LINEAR)).raised_by is None
     assert diagnose("ModuleNotFoundError: No module named 'torch._C'", kb(LINEAR)).raised_by is None
+
+
+def test_one_alternation_regex_scores_as_its_phrases_not_a_full_share_on_any_hit():
+    packed = entry("training.packed", symptoms=[
+        r"\bnan\b.{0,20}\bat step\b|\bloss\b.{0,20}\bexplod\w*"])
+    separate = entry("numerics.separate", symptoms=[
+        r"\bloss\b.{0,20}\bnan\b", r"\bnan\b.{0,20}\bat step\b", r"\bloss\b.{0,20}\binf\b"])
+    ranked = diagnose("the loss is nan at step 0", kb(packed, separate)).matches
+    assert [m.entry.id for m in ranked] == ["numerics.separate", "training.packed"]
+    assert "1 of 2 symptom phrases" in ranked[1].reason
+
+
+def test_siblings_with_one_wording_are_told_apart_by_the_op_the_raising_line_calls():
+    bmm = Entry(id="shape.bmm_operands", title="torch.bmm with incompatible operands",
+                category="shape", patterns=[Pattern(regex=LINEAR_REGEX, type="RuntimeError")],
+                hypotheses=[Hypothesis(id="h", statement="s")])
+    linear = entry("shape.linear_in_features", patterns=[("RuntimeError", LINEAR_REGEX)])
+
+    def raised_by(code):
+        return ('Traceback (most recent call last):\n  File "attn.py", line 9, in score\n'
+                f"    {code}\nRuntimeError: mat1 and mat2 shapes cannot be multiplied "
+                "(4x8 and 16x2)\n")
+
+    called = {m.entry.id: m.score for m in
+              diagnose(raised_by("w = torch.bmm(q, k)"), kb(linear, bmm)).matches}
+    assert called["shape.bmm_operands"] == pytest.approx(
+        called["shape.linear_in_features"] + OP_BONUS)
+    module = {m.entry.id: m.score for m in
+              diagnose(raised_by("w = self.proj(q)"), kb(linear, bmm)).matches}
+    assert module["shape.bmm_operands"] == module["shape.linear_in_features"]
+
+
+def test_older_wordings_compare_with_each_shape_as_one_value():
+    conv = entry("shape.conv_rank", patterns=[(None, r"never matches this")], messages=[
+        "Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "
+        "input of size [3, 448, 448] instead"])
+    paste = ("RuntimeError: Expected 4-dimensional input for 4-dimensional weight [32, 1, 5, 5],"
+             " but got 2-dimensional input of size [28, 28] instead\n")
+    [match] = diagnose(paste, kb(conv)).matches
+    assert (match.entry.id, int(match.score)) == ("shape.conv_rank", int(TIER_MESSAGE))
