@@ -454,3 +454,23 @@ def test_older_wordings_compare_with_each_shape_as_one_value():
              " but got 2-dimensional input of size [28, 28] instead\n")
     [match] = diagnose(paste, kb(conv)).matches
     assert (match.entry.id, int(match.score)) == ("shape.conv_rank", int(TIER_MESSAGE))
+
+
+def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wording():
+    kernel = entry("shape.kernel_large", patterns=[("RuntimeError", (
+        r"Calculated padded input size per channel: \((?P<size>\d+)\)\. "
+        r"Kernel size: \((?P<kernel>\d+)\)\. Kernel size can't be greater than actual input size"
+    ))])
+    scalar_a = entry("dtype.long_target", patterns=[("RuntimeError", (
+        r"Expected object of scalar type Long but got scalar type \w+ for argument #2 'target'"))])
+    scalar_b = entry("dtype.double_input", patterns=[("RuntimeError", (
+        r"Expected object of scalar type Double but got scalar type \w+ for argument #\d+"))])
+    base = kb(kernel, scalar_a, scalar_b)
+    paste = ("Short clips fail at inference with: Kernel size can't be greater than actual "
+             "input size. How can I pad them?")
+    [match] = diagnose(paste, base).matches
+    assert match.entry.id == "shape.kernel_large"
+    assert TIER_MESSAGE <= match.score < TIER_REGEX
+    # An opening two entries share names neither.
+    shared = "It fails with Expected object of scalar type when I feed the labels"
+    assert diagnose(shared, base).matches == []

@@ -74,6 +74,11 @@ CONTESTED_PENALTY = 0.5
 # Between entries that all matched, the one about the op the user's raising line calls
 # (torch.stack, not torch.cat; torch.bmm, not nn.Linear) is the one that discriminates.
 OP_BONUS = 0.15
+# The shortest required literal of a pattern that recognises a fragment of its message.
+FRAGMENT_LITERAL = 30
+# Fixed text at least this long that two entries share makes neither's phrase its own.
+SHARED_LITERAL = 12
+_EDGE_PUNCTUATION = " .,:;()[]{}'\"#"
 # A top match at or above this is right >= 95 % of the time on the corpus (see above).
 CONFIDENT = 3.0
 
@@ -186,6 +191,18 @@ class MatchIndex:
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
         self._similarity: similar.SimilarityIndex | None = None
+        self._literals: list[tuple[str, str]] | None = None  # built on first fragment
+
+    def distinctive(self, phrase: str, entry: object) -> bool:
+        """Whether only ``entry``'s patterns hold ``phrase``: no other entry's fixed text
+        contains it or is contained in it ("Expected object of scalar type " opens the
+        wordings of half a dozen entries and names none of them)."""
+        if self._literals is None:
+            self._literals = [(p.entry.id, _normalise(run))
+                              for p in self.patterns for run in required_literals(p.pattern.regex)
+                              if len(run) >= SHARED_LITERAL]
+        return not any(owner != entry.id and (run in phrase or phrase in run)
+                       for owner, run in self._literals)
 
     @property
     def similarity(self) -> similar.SimilarityIndex:
@@ -575,6 +592,20 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(message.entry, score,
                                         "wording of an older torch release matched", {}))
+    for pattern in index.patterns:
+        # A fragment of the message people copy ("Kernel size can't be greater than actual
+        # input size", without the sizes before it) is still the message when it holds the
+        # whole of a long fixed phrase that every match of the pattern contains.
+        if len(pattern.literal) < FRAGMENT_LITERAL or str(pattern.entry.id) in best:
+            continue
+        # Its edges are the punctuation around captured values: "). Kernel size …".
+        phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
+        if len(phrase) >= FRAGMENT_LITERAL and any(phrase in text for text in normalised) and index.distinctive(phrase,
+                                                                            pattern.entry):
+            specificity = len(phrase) / (len(phrase) + 40)
+            score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
+            _keep_best(best, _Candidate(pattern.entry, score,
+                                        "the fixed wording of a pattern matched", {}))
     return list(best.values())
 
 
@@ -613,7 +644,8 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
     else:
-        candidates = _match_patterns(index, [_Link(None, tail, 1.0)], None)
+        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
+                      or _match_messages(index, [tail]))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and _value(parsed, "type") is None:
