@@ -225,7 +225,8 @@ def test_an_old_torch_wording_alone_is_an_error_line():
     paste = ("log:\nTHCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=34 error=10 : invalid "
              "device ordinal\n")
     parsed = parse_traceback(paste)
-    assert parsed.message.startswith("THCudaCheck FAIL") and parsed.message.endswith("ordinal")
+    assert parsed.message == ("cuda runtime error (10) : invalid device ordinal at "
+                              "torch/csrc/cuda/Module.cpp:34")
 
 
 def test_the_lines_a_message_opens_with_a_colon_come_with_it(kb):
@@ -393,3 +394,19 @@ def test_bold_opened_on_the_frame_line_and_closed_after_the_message():
     assert parsed.message == ("stack expects each tensor to be equal size, but got [100, 512] "
                               "at entry 0 and [64, 512] at entry 28")
     assert parsed.frames[0].function == "save_features"
+
+
+def test_an_old_thcudacheck_line_reads_as_the_error_torch_raised_for_it(kb):
+    paste = ("Validation starts and memory climbs to the limit, then:\n"
+             "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 "
+             "error=2 : out of memory\n"
+             "Traceback (most recent call last):\n"
+             '  File "val.py", line 20, in <module>\n'
+             "    out = net(images)\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message == ("cuda runtime error (2) : out of memory at "
+                              "/pytorch/aten/src/THC/generic/THCStorage.cu:58")
+    assert top(paste, kb) == "memory.cuda_oom"
+    # The exception line itself cut short: the line above continues it.
+    cut = parse_traceback(paste + "RuntimeError: cuda runtime error (\n")
+    assert (cut.type, cut.message) == ("RuntimeError", parsed.message)

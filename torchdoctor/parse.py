@@ -58,6 +58,9 @@ LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
 # Exceptions that only carry another process's error: an error line found beside a
 # traceback cut at one of them is that error, whatever its type.
 WRAPPERS = LAUNCHER_SUMMARIES | {"ProcessRaisedException"}
+# A message this short may have been cut; an error line this near that continues it wins.
+CUT_MESSAGE = 60
+NEAR_LINES = 30
 DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d{1,9})\b")
 
 
@@ -118,6 +121,8 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         extras["other_errors"] = _other_errors(candidates, chosen)
         if not chain[root].message.strip():
             _message_from_outside(lines, chosen, chain[root], extras)
+        elif len(chain[root].message) < CUT_MESSAGE:
+            _cut_message_from_outside(lines, chosen, chain[root], extras)
         _message_from_raise(chain[root], extras)
     else:
         chain = _lone_error(lines, extras)
@@ -248,6 +253,24 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
     link.message = adopted.message
     if not link.type or (link.type in WRAPPERS and adopted.type):
         link.type, link.full_type = adopted.type, adopted.full_type
+    extras["source"] = "error_line_outside_traceback"
+
+
+def _cut_message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink,
+                              extras: dict) -> None:
+    """A short message that an error line near the traceback continues was cut there
+    ("RuntimeError: cuda runtime error (" under "THCudaCheck FAIL … error=2 : out of
+    memory"): the longer line is the message."""
+    start, end = chosen.traceback.start, chosen.traceback.end
+    if lines.ranks[chosen.position] is not None or len(set(lines.ranks)) > 1:
+        return
+    near = [*range(start - 1, max(start - NEAR_LINES, 0) - 1, -1),
+            *range(end, min(end + NEAR_LINES, len(lines.texts)))]
+    found = find_loose_error(lines.texts, near, lines.error_records)
+    cut = link.message.strip()
+    if found is None or len(found.message) <= len(cut) or not found.message.startswith(cut):
+        return
+    link.message = found.message
     extras["source"] = "error_line_outside_traceback"
 
 

@@ -43,6 +43,11 @@ MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
                     "cudnn_status", "capacity", "offending")
+# Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
+# memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
+# keeps only the first.
+THC_FAIL = compile_linear(r"THCudaCheck FAIL file=(?P<file>\S{1,500}) line=(?P<line>\d{1,9}) "
+                          r"error=(?P<code>\d{1,5}) ?: ?(?P<text>.{1,500})")
 # "the step failed with RuntimeError: …": an exception line after other words.
 EMBEDDED_EXCEPTION = compile_linear(
     r"(?:^|\W)(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): (?P<message>\S.*)")
@@ -246,4 +251,9 @@ def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | N
     found = TORCH_LIKE_MESSAGE.search(stripped) if "Warning: " not in stripped else None
     if found is None:
         return None
+    check = THC_FAIL.search(stripped) if "THCudaCheck FAIL" in stripped else None
+    if check is not None:
+        # The error torch raised with it, in the wording its patterns know.
+        return LooseError(None, f"cuda runtime error ({check['code']}) : {check['text'].strip()}"
+                                f" at {check['file']}:{check['line']}", index, "message_only")
     return LooseError(None, _own_words(stripped, found.start()), index, "message_only")
