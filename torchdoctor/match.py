@@ -260,7 +260,7 @@ _DECIMAL_RUN = re.compile(r"\d+(?:\.\d+)?")
 _SPACE_RUN = re.compile(r"\s+")
 # A shape is a list of numbers as long as the tensor's rank: "32 3 3", "[10, 512, 512]",
 # "[2 x 64]" are one value each, so wordings that quote shapes of other ranks compare.
-_NUMBER_LIST = re.compile(r"\[?#(?:(?:, ?| x | )#){1,15}\]?")
+_NUMBER_LIST = re.compile(r"\[#(?:(?:, ?| x | )#){0,15}\]|#(?:(?:, ?| x | )#){1,15}")
 
 
 def _path_or_word(found: re.Match[str]) -> str:
