@@ -474,3 +474,11 @@ def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wordin
     # An opening two entries share names neither.
     shared = "It fails with Expected object of scalar type when I feed the labels"
     assert diagnose(shared, base).matches == []
+
+
+def test_a_message_quoted_without_its_closing_full_stop_still_matches():
+    bounds = entry("index.target_bounds", patterns=[
+        ("IndexError", r"Target (?P<target>-?\d+) is out of bounds\.")])
+    [match] = diagnose("IndexError: Target 192 is out of bounds\n", kb(bounds)).matches
+    assert (match.entry.id, match.fields["target"]) == ("index.target_bounds", "192")
+    assert match.score >= TIER_TYPE_AND_REGEX

@@ -489,13 +489,19 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         unwrapped = _LINE_BREAK.sub(" ", link.text) if "\n" in link.text else link.text
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
+        closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
         for pattern in index.patterns:
             if pattern.literal and pattern.literal not in lowered and (
-                    pattern.literal not in lowered_unwrapped):
+                    pattern.literal not in lowered_unwrapped) and not (
+                    closed and pattern.literal[-1:] == "." and closed.lower().endswith(
+                        pattern.literal)):
                 continue
             found = pattern.search(link.text)
             if not found and unwrapped is not link.text:
                 found = pattern.search(unwrapped)
+            if not found and closed and pattern.pattern.regex.endswith("\\."):
+                # The full stop that ends torch's sentence is what a quote drops first.
+                found = pattern.search(closed)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
