@@ -410,3 +410,16 @@ def test_an_old_thcudacheck_line_reads_as_the_error_torch_raised_for_it(kb):
     # The exception line itself cut short: the line above continues it.
     cut = parse_traceback(paste + "RuntimeError: cuda runtime error (\n")
     assert (cut.type, cut.message) == ("RuntimeError", parsed.message)
+
+
+def test_an_error_line_written_above_a_streamlit_traceback_ends_where_the_frames_begin():
+    paste = ('The app page shows:\n\n'
+             'RuntimeError: Error(s) in loading state_dict for ResNet:\n'
+             'Unexpected key(s) in state_dict: "epoch", "model", "optimizer".\n'
+             'Traceback:\n'
+             'File "C:\\Users\\me\\app\\main.py", line 21, in <module>\n'
+             '    net.load_state_dict(torch.load(path))\n')
+    parsed = parse_traceback(paste)
+    assert parsed.message == ('Error(s) in loading state_dict for ResNet:\n'
+                              'Unexpected key(s) in state_dict: "epoch", "model", "optimizer".')
+    assert parsed.user_frame.line == 21

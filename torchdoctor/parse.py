@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boilerplate, warnings_seen
 from torchdoctor.parsing.focus import focus_on_errors
+from torchdoctor.parsing.frames import read_frame_line
 from torchdoctor.parsing.lines import CleanLines, clean_lines
 from torchdoctor.parsing.loose import LooseError, find_loose_error
 from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
@@ -221,11 +222,16 @@ def _loose_link(lines: CleanLines, found: LooseError) -> ChainLink:
 
 def _without_prose(message: str) -> str:
     """Continuation lines up to the first one a person wrote: a question, an exclamation,
-    or words in another script ("Excuse me, how to solve this?" under the error)."""
+    or words in another script ("Excuse me, how to solve this?" under the error); or up
+    to the traceback that follows an error line written first (a frame, or a header such
+    as Streamlit's bare ``Traceback:``)."""
     lines = message.split("\n")
     for position, line in enumerate(lines[1:], start=1):
         stripped = line.strip()
         if stripped.endswith(("?", "!", "？", "！")) or (stripped and not stripped[0].isascii()):
+            return "\n".join(lines[:position]).rstrip()
+        if stripped.startswith("Traceback") or (stripped.startswith("File ")
+                                                and read_frame_line(stripped)):
             return "\n".join(lines[:position]).rstrip()
     return message
 
