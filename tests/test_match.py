@@ -493,3 +493,16 @@ def test_a_log_whose_loss_sits_at_ln_c_points_to_the_entry_whose_facts_read_it()
     phrased = diagnose("the loss is constant at 6.9081", kb(STUCK)).matches[0]
     bare = diagnose("the loss is constant at 12.5", kb(STUCK)).matches[0]
     assert phrased.score > bare.score
+
+
+def test_a_message_retyped_in_other_letter_case_matches_below_the_type_tier():
+    batch = entry("shape.loss_batch", patterns=[("ValueError", (
+        r"Expected input batch_size \((?P<input_batch>\d+)\) to match target batch_size "
+        r"\((?P<target_batch>\d+)\)"))])
+    short = entry("distributed.failed", patterns=[(None, r"(?P<script>\S+) FAILED")])
+    text = "ValueError: expected input batch_size (6) to match target batch_size (2)\n"
+    [match] = diagnose(text, kb(batch, short)).matches
+    assert (match.entry.id, match.fields["input_batch"]) == ("shape.loss_batch", "6")
+    assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX
+    # A short pattern is never tried in another case: "train.py failed" is not it.
+    assert diagnose("RuntimeError: train.py failed\n", kb(short)).matches == []

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from torchdoctor import facts as derived_facts
 from torchdoctor import private_cache, similar, symptoms
-from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded
+from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.raised_by import raised_by
 
@@ -76,6 +76,9 @@ CONTESTED_PENALTY = 0.5
 OP_BONUS = 0.15
 # A described symptom whose numbers the entry's own facts recognise (a loss at ln C).
 NUMBERS_BONUS = 0.1
+# The shortest required literal of a pattern tried in any letter case, when no pattern
+# matched as written: long enough that the wording, not its case, identifies it.
+ANY_CASE_LITERAL = 20
 # The shortest required literal of a pattern that recognises a fragment of its message.
 FRAGMENT_LITERAL = 30
 # Fixed text at least this long that two entries share makes neither's phrase its own.
@@ -156,9 +159,16 @@ class _CompiledPattern:
     literal: str
     specificity: float
 
-    def search(self, text: str) -> object | None:
+    def search(self, text: str, any_case: bool = False) -> object | None:
         try:
-            return self.pattern.search(text)
+            if not any_case:
+                return self.pattern.search(text)
+            found = compile_linear(self.pattern.regex, True).search(bounded(text))
+            unless = getattr(self.pattern, "unless", None)
+            if found is not None and unless and compile_linear(unless, True).search(
+                    found.group(0)):
+                return None
+            return found
         except RegexError:  # only from a pattern that was never validated
             return None
 
@@ -194,6 +204,20 @@ class MatchIndex:
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
         self._similarity: similar.SimilarityIndex | None = None
         self._literals: list[tuple[str, str]] | None = None  # built on first fragment
+        self._phrases: list[tuple[_CompiledPattern, str]] | None = None
+
+    def phrases(self) -> list[tuple[_CompiledPattern, str]]:
+        """Each pattern's longest fixed phrase, normalised, where it is long enough to
+        recognise a fragment; its edges are the punctuation around captured values
+        ("). Kernel size …")."""
+        if self._phrases is None:
+            self._phrases = []
+            for pattern in self.patterns:
+                if len(pattern.literal) >= FRAGMENT_LITERAL:
+                    phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
+                    if len(phrase) >= FRAGMENT_LITERAL:
+                        self._phrases.append((pattern, phrase))
+        return self._phrases
 
     def distinctive(self, phrase: str, entry: object) -> bool:
         """Whether only ``entry``'s patterns hold ``phrase``: no other entry's fixed text
@@ -483,7 +507,7 @@ def _links(parsed: object) -> list[_Link]:
 
 
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
-                    raising_code: str | None = None) -> list[_Candidate]:
+                    raising_code: str | None = None, any_case: bool = False) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
@@ -493,21 +517,25 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
         for pattern in index.patterns:
+            if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
+                continue
             if pattern.literal and pattern.literal not in lowered and (
                     pattern.literal not in lowered_unwrapped) and not (
                     closed and pattern.literal[-1:] == "." and closed.lower().endswith(
                         pattern.literal)):
                 continue
-            found = pattern.search(link.text)
+            found = pattern.search(link.text, any_case)
             if not found and unwrapped is not link.text:
-                found = pattern.search(unwrapped)
+                found = pattern.search(unwrapped, any_case)
             if not found and closed and pattern.pattern.regex.endswith("\\."):
                 # The full stop that ends torch's sentence is what a quote drops first.
-                found = pattern.search(closed)
+                found = pattern.search(closed, any_case)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
                                                                       link.exc_type)
+            # A message retyped by hand in other letter case is a weaker sign: no type tier.
+            type_agrees = type_agrees and not any_case
             # A kernel assertion names the failed bound itself: it is stronger evidence
             # than the generic "device-side assert triggered" it caused, type or not.
             tier = TIER_TYPE_AND_REGEX if type_agrees or link.is_assertion else TIER_REGEX
@@ -600,15 +628,13 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(message.entry, score,
                                         "wording of an older torch release matched", {}))
-    for pattern in index.patterns:
+    for pattern, phrase in index.phrases():
         # A fragment of the message people copy ("Kernel size can't be greater than actual
         # input size", without the sizes before it) is still the message when it holds the
         # whole of a long fixed phrase that every match of the pattern contains.
-        if len(pattern.literal) < FRAGMENT_LITERAL or str(pattern.entry.id) in best:
+        if str(pattern.entry.id) in best:
             continue
-        # Its edges are the punctuation around captured values: "). Kernel size …".
-        phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
-        if len(phrase) >= FRAGMENT_LITERAL and any(phrase in text for text in normalised) and index.distinctive(phrase,
+        if any(phrase in text for text in normalised) and index.distinctive(phrase,
                                                                             pattern.entry):
             specificity = len(phrase) / (len(phrase) + 40)
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
@@ -668,7 +694,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
         user_frame = _value(parsed, "user_frame")
-        candidates = _match_patterns(index, links, phase, _value(user_frame, "code"))
+        candidates = (_match_patterns(index, links, phase, _value(user_frame, "code"))
+                      or _match_patterns(index, links, phase, _value(user_frame, "code"),
+                                         any_case=True))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
     else:
