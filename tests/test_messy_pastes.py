@@ -423,3 +423,24 @@ def test_an_error_line_written_above_a_streamlit_traceback_ends_where_the_frames
     assert parsed.message == ('Error(s) in loading state_dict for ResNet:\n'
                               'Unexpected key(s) in state_dict: "epoch", "model", "optimizer".')
     assert parsed.user_frame.line == 21
+
+
+def test_a_message_retyped_with_full_width_punctuation_reads_as_torch_printed_it():
+    paste = ("换成第二张卡就报 “RuntimeError： Attempting to deserialize object on CUDA device 1 "
+             "but torch.cuda.device_count（） is 1” 怎么办")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "Attempting to deserialize object on CUDA device 1 but "
+                        "torch.cuda.device_count() is 1")
+
+
+def test_a_warning_printed_above_a_cut_traceback_is_not_taken_for_its_error(kb):
+    paste = ("/home/me/gen/transform.py:134: UserWarning: To copy construct from a tensor, it is "
+             "recommended to use sourceTensor.clone().detach() or "
+             "sourceTensor.clone().detach().requires_grad_(True), rather than "
+             "torch.tensor(sourceTensor).\n"
+             "  ids = torch.tensor(data.ids, dtype=torch.int64)\n"
+             "Traceback (most recent call last):\n"
+             '  File "generate.py", line 79, in <module>\n'
+             "    ckpt = torch.load(args.ckpt, map_location=device)\n")
+    assert top(paste, kb) is None

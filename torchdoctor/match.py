@@ -586,6 +586,9 @@ def _entry_ops(entry: object) -> set[str]:
 
 
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
+# "file.py:134: UserWarning: …" and the source line Python prints under it.
+_WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:\n[ \t]+[^\n]*)?",
+                           re.MULTILINE)
 
 
 def _same_type(expected: str, actual: str | None) -> bool:
@@ -689,8 +692,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         links = _links(parsed)
         if not links[0].text.strip():
             # A traceback cut before its exception line, with no error line anywhere:
-            # the words that name the error can only be in the prose or the frames.
-            links.append(_Link(None, tail, 1.0))
+            # the words that name the error can only be in the prose or the frames (not
+            # in a warning printed on the way, which is not the error).
+            links.append(_Link(None, _WARNING_LINE.sub("", tail), 1.0))
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
         user_frame = _value(parsed, "user_frame")
@@ -706,8 +710,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and _value(parsed, "type") is None:
         # A sentence that merely reads like an error ("runs out of memory") is prose:
-        # the whole description is read for symptoms, not that one sentence.
-        message = tail
+        # the whole description is read for symptoms, not that one sentence (nor the
+        # warnings printed on the way).
+        message = _WARNING_LINE.sub("", tail)
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits.

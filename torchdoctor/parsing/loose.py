@@ -68,6 +68,8 @@ RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
 
 
+FULL_WIDTH = {0xFF08: "(", 0xFF09: ")"}
+FULL_WIDTH_COLON = re.compile("\uff1a ?")
 # Prose in another script after the message on the same line ("…instead，这是为什么？"):
 # torch's messages are ASCII apart from paths, so the message ends where CJK or
 # full-width text begins.
@@ -109,6 +111,8 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     as an error by its words, the first of those is the error.
     """
     chosen = list(indices)
+    texts = [_ascii_punctuation(text) for text in texts] if any(
+        not texts[index].isascii() for index in chosen) else texts
     for index in chosen:
         found = _ide_exception(texts, index)
         if found is not None:
@@ -129,6 +133,12 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
             if found is not None:
                 return found
     return None
+
+
+def _ascii_punctuation(text: str) -> str:
+    """A message retyped with a Chinese or Japanese input method has full-width colons and
+    parentheses ("RuntimeError： … device_count（） is 1"); torch printed ASCII ones."""
+    return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
 
 
 def _ide_exception(texts: list[str], index: int) -> LooseError | None:
