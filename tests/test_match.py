@@ -506,3 +506,14 @@ def test_a_message_retyped_in_other_letter_case_matches_below_the_type_tier():
     assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX
     # A short pattern is never tried in another case: "train.py failed" is not it.
     assert diagnose("RuntimeError: train.py failed\n", kb(short)).matches == []
+
+
+def test_a_log_line_names_its_numbers_with_identifiers_that_read_as_words():
+    nan = entry("numerics.nan", symptoms=[r"\bloss\b.{0,40}\bnan\b"])
+    hang = entry("distributed.hang", symptoms=[r"\bnccl\b.{0,100}\bstuck\b"])
+    logged = diagnose("after some epochs:\nEpoch: 12 mask_loss:  nan size_loss:  nan\n",
+                      kb(nan, hang)).matches
+    assert [m.entry.id for m in logged] == ["numerics.nan"]
+    # A setting is not a logged value's name: NCCL_P2P_DISABLE stays one word.
+    setting = "with NCCL_P2P_DISABLE=1 the K80s no longer get stuck, the loss is 2.3"
+    assert diagnose(setting, kb(hang)).matches == []

@@ -427,7 +427,7 @@ def test_an_error_line_written_above_a_streamlit_traceback_ends_where_the_frames
 
 def test_a_message_retyped_with_full_width_punctuation_reads_as_torch_printed_it():
     paste = ("换成第二张卡就报 “RuntimeError： Attempting to deserialize object on CUDA device 1 "
-             "but torch.cuda.device_count（） is 1” 怎么办")
+             "but torch。cuda.device_count（） is 1” 怎么办")
     parsed = parse_traceback(paste)
     assert (parsed.type, parsed.message) == (
         "RuntimeError", "Attempting to deserialize object on CUDA device 1 but "

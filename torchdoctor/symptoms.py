@@ -70,6 +70,11 @@ def extract_numbers(text: str) -> dict[str, str]:
     return found
 
 
+# A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
+_LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0,3}[:=]?[ \t]{0,3}"
+                          r"(?:[-+]?\d|nan\b|inf\b))", re.IGNORECASE)
+
+
 @dataclass
 class SymptomMatch:
     """An entry whose symptom regexes matched, and how well."""
@@ -130,6 +135,10 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """
     results: list[SymptomMatch] = []
     seen = bounded(text)
+    # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those
+    # are read as words too, so a phrase about the loss finds "mask_loss" as "mask loss".
+    words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
+        "_" in seen) else None
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
@@ -141,11 +150,12 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
             branches = phrases(str(getattr(regex, "regex", regex)))
             total += len(branches)
             if len(branches) > 1 and (whole := _compile(regex)) is not None and not (
-                    whole.search(seen)):
+                    whole.search(seen) or (words and whole.search(words))):
                 continue  # one search settles a miss; branches are only read on a hit
             hits = [(branch, found) for branch in branches
                     if (compiled := _compile(branch)) is not None
-                    and (found := compiled.search(seen)) is not None]
+                    and (found := compiled.search(seen) or (
+                        words and compiled.search(words))) is not None]
             if hits:
                 # One phrase of the alternation counts, the longest hit: an entry's
                 # phrases that all say the same thing in other words are one symptom.

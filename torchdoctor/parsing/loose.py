@@ -68,7 +68,7 @@ RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
 
 
-FULL_WIDTH = {0xFF08: "(", 0xFF09: ")"}
+FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
 FULL_WIDTH_COLON = re.compile("\uff1a ?")
 # Prose in another script after the message on the same line ("…instead，这是为什么？"):
 # torch's messages are ASCII apart from paths, so the message ends where CJK or
@@ -136,8 +136,9 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
 
 
 def _ascii_punctuation(text: str) -> str:
-    """A message retyped with a Chinese or Japanese input method has full-width colons and
-    parentheses ("RuntimeError： … device_count（） is 1"); torch printed ASCII ones."""
+    """A message retyped with a Chinese or Japanese input method has full-width colons,
+    parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
+    torch printed ASCII ones."""
     return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
 
 
