@@ -325,6 +325,7 @@ def test_vs_codes_exception_has_occurred_gives_the_type_and_the_message_under_it
     assert (parsed.type, parsed.message) == (
         "RuntimeError", "input.size(-1) must be equal to input_size. Expected 8, got 3")
     assert parsed.extras["source"] == "error_line_outside_traceback"
+    assert (parsed.user_frame.file, parsed.phase) == ("/home/me/seq/model.py", "forward")
 
 
 def test_mp_spawn_re_raising_a_childs_error_is_read_through_to_the_child(kb):

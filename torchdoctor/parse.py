@@ -259,6 +259,8 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
     link.message = adopted.message
     if not link.type or (link.type in WRAPPERS and adopted.type):
         link.type, link.full_type = adopted.type, adopted.full_type
+    if found.source == "ide" and found.index < start:
+        link.frames.reverse()  # an IDE lists the frames under its message innermost first
     extras["source"] = "error_line_outside_traceback"
 
 
