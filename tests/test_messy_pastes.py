@@ -445,3 +445,16 @@ def test_a_warning_printed_above_a_cut_traceback_is_not_taken_for_its_error(kb):
              '  File "generate.py", line 79, in <module>\n'
              "    ckpt = torch.load(args.ckpt, map_location=device)\n")
     assert top(paste, kb) is None
+
+
+def test_a_kernel_assertion_whose_backticks_markdown_ate_is_still_the_cause(kb):
+    paste = ("`/opt/conda/work/THCUNN/ClassNLLCriterion.cu:101: void "
+             "cunn_ClassNLLCriterion_updateOutput_kernel(Dtype *, Dtype *, Dtype *, long *, "
+             "Dtype *, int, int, int, int, long) [with Dtype = float, Acctype = float]: block: "
+             "[0,0,0], thread: [2,0,0] Assertion t >= 0 && t < n_classes failed.`\n\n"
+             "`RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+             "/opt/conda/work/THC/generated/../THCReduceAll.cuh:339`\n")
+    [line] = parse_traceback(paste).extras["cuda_asserts"]
+    assert line["assertion"] == "t >= 0 && t < n_classes"
+    assert line["text"].endswith("Assertion `t >= 0 && t < n_classes` failed.")
+    assert top(paste, kb) == "index.nll_target_assert"
