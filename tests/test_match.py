@@ -157,7 +157,7 @@ def test_prose_symptom_reads_numbers_and_says_not_learning():
     assert best.fields["loss"] == "2.30" and best.fields["classes"] == "10"
     assert "not learning at all" in best.facts[0]
     assert best.hypotheses[0]["statement"] == "loss 2.30 vs ln 10 = 2.303"
-    assert best.reason == "2 of 2 symptom phrases matched; the loss is ln 10"
+    assert best.reason == "2 of 2 symptom phrases matched"
 
 
 def test_prose_symptom_ranks_by_how_many_phrases_match():
@@ -482,17 +482,6 @@ def test_a_message_quoted_without_its_closing_full_stop_still_matches():
     [match] = diagnose("IndexError: Target 192 is out of bounds\n", kb(bounds)).matches
     assert (match.entry.id, match.fields["target"]) == ("index.target_bounds", "192")
     assert match.score >= TIER_TYPE_AND_REGEX
-
-
-def test_a_log_whose_loss_sits_at_ln_c_points_to_the_entry_whose_facts_read_it():
-    text = "ImageNet run, three epochs in and every line still prints loss 6.9081\n"
-    ranked = diagnose(text, kb(STUCK, MEMORY)).matches
-    assert [m.entry.id for m in ranked] == ["training.loss_constant"]
-    assert "ln 1000" in ranked[0].reason and ranked[0].score < TIER_MESSAGE
-    # With a phrase of its own as well, the numbers add to it.
-    phrased = diagnose("the loss is constant at 6.9081", kb(STUCK)).matches[0]
-    bare = diagnose("the loss is constant at 12.5", kb(STUCK)).matches[0]
-    assert phrased.score > bare.score
 
 
 def test_a_message_retyped_in_other_letter_case_matches_below_the_type_tier():

@@ -74,8 +74,6 @@ CONTESTED_PENALTY = 0.5
 # Between entries that all matched, the one about the op the user's raising line calls
 # (torch.stack, not torch.cat; torch.bmm, not nn.Linear) is the one that discriminates.
 OP_BONUS = 0.15
-# A described symptom whose numbers the entry's own facts recognise (a loss at ln C).
-NUMBERS_BONUS = 0.1
 # The shortest required literal of a pattern tried in any letter case, when no pattern
 # matched as written: long enough that the wording, not its case, identifies it.
 ANY_CASE_LITERAL = 20
@@ -646,33 +644,13 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
     return list(best.values())
 
 
-def _match_prose(index: MatchIndex, text: str, numbers: dict) -> list[_Candidate]:
+def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
     candidates = []
     for found in symptoms.match_symptoms(text, index.symptom_entries):
         share = len(found.matched) / max(found.total, 1)
         score = round(TIER_SYMPTOM + 0.3 * share + 0.1 * found.specificity, 4)
         reason = f"{len(found.matched)} of {found.total} symptom phrases matched"
-        derived = derived_facts.derive(_value(found.entry, "derive") or [],
-                                       {**numbers, **found.fields}, text)
-        if derived.get("near_ln_classes") is True:
-            # The numbers say it too: a loss at ln C is a model that learns nothing.
-            score = round(score + NUMBERS_BONUS, 4)
-            reason += f"; the loss is ln {derived.get('guessed_classes') or numbers.get('classes')}"
         candidates.append(_Candidate(found.entry, score, reason, dict(found.fields)))
-    if numbers.get("loss") is None:
-        return candidates
-    seen = {str(c.entry.id) for c in candidates}
-    for entry in index.symptom_entries:
-        names = _value(entry, "derive") or []
-        if not names or str(entry.id) in seen:
-            continue
-        derived = derived_facts.derive(names, numbers, text)
-        if derived.get("near_ln_classes") is True:
-            # No phrase matched, but the log's numbers are this entry's signature.
-            score = round(TIER_SYMPTOM + NUMBERS_BONUS, 4)
-            reason = ("no symptom phrase matched; the loss is ln "
-                      f"{derived.get('guessed_classes') or numbers.get('classes')}")
-            candidates.append(_Candidate(entry, score, reason, {}))
     return candidates
 
 
@@ -717,7 +695,7 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits.
         prose_fields = symptoms.extract_numbers(message)
-        candidates = _match_prose(index, message, prose_fields)
+        candidates = _match_prose(index, message)
     candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
     matches = [_build_match(c, prose_fields, message) for c in candidates]
     diagnosis = Diagnosis(kind, text, parsed, matches, prose_fields, raised_by=raised_by(parsed))
