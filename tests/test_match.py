@@ -506,3 +506,15 @@ def test_a_log_line_names_its_numbers_with_identifiers_that_read_as_words():
     # A setting is not a logged value's name: NCCL_P2P_DISABLE stays one word.
     setting = "with NCCL_P2P_DISABLE=1 the K80s no longer get stuck, the loss is 2.3"
     assert diagnose(setting, kb(hang)).matches == []
+
+
+def test_a_traceback_cut_before_its_error_is_matched_on_the_words_around_it():
+    dynamo = entry("compile.python_unsupported", patterns=[
+        ("RuntimeError", r"Dynamo is not supported on Python (?P<python>3\.\d+)\+?")])
+    paste = ("Under Python 3.12 even the CLI stops: Dynamo is not supported on Python 3.12+\n\n"
+             "Traceback (most recent call last):\n"
+             '  File ".tox/bin/tool", line 5, in <module>\n'
+             "    from tool.lab import main\n")
+    [match] = diagnose(paste, kb(dynamo)).matches
+    assert (match.entry.id, match.fields["python"]) == ("compile.python_unsupported", "3.12")
+    assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX
