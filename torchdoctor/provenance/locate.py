@@ -47,7 +47,7 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
         answer["why"] = ("the replay did not fail" if recording.get("replay") != "none"
                          else "nothing was replayed")
         return answer
-    for walker in (_version, _graph_cut, _device, _dtype, _shape, _value):
+    for walker in (_version, _graph_cut, _device, _dtype, _last_batch, _shape, _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -226,6 +226,44 @@ def _shape(graph: Graph, failure: dict, message: str) -> dict | None:
                 "operands": [{"shape": t["shape"],
                               "produced_at": site(graph.producer(t, failure["seq"]))}
                              for t in operands]}
+    return None
+
+
+def _last_batch(graph: Graph, failure: dict, message: str) -> dict | None:
+    """The failing values came from the short last batch of an epoch.
+
+    When a loader's dataset is not a multiple of its batch size and it keeps
+    the remainder (``drop_last=False``), the epoch ends with a smaller batch.
+    Code that ran on every full batch and fails on that one fails because of
+    its size (a ``view(BSIZE, ...)``, BatchNorm given one sample): the fix is
+    where the loader was built (``drop_last=True``). The batches before it
+    must have run, or nothing shows that full batches pass.
+    """
+    if not _SHAPE_WORDS.search(message):
+        return None
+    for operand in failure.get("inputs") or []:
+        path = graph.data_path(operand, failure["seq"])
+        origin = path[-1] if path else None
+        if origin is None or origin.get("kind") != "batch":
+            continue
+        loader = origin.get("loader") or {}
+        size = next((t["shape"][0] for t in origin.get("outputs") or [] if t.get("shape")),
+                    None)
+        full = loader.get("batch_size")
+        last = loader.get("batches") is not None and loader.get("index") == loader["batches"]
+        if (size is None or not full or size >= full or not last or loader.get("drop_last")
+                or loader["index"] < 2):
+            continue
+        return {
+            "property": "last_batch", "last_batch": True, "batch_size": full,
+            "last_batch_size": size, "dataset_len": loader.get("dataset_len"),
+            "fix_at": site(loader.get("built_at")), "loaded_at": site(origin),
+            "chain": [step(e) for e in reversed(path)],
+            "why": (f"the failing values come from the last batch of the epoch, {size} samples"
+                    f" where the {loader['index'] - 1} batches before it held {full}: the"
+                    f" dataset's {loader.get('dataset_len')} samples are not a multiple of"
+                    " the batch size and the loader keeps the remainder (drop_last=False)"),
+        }
     return None
 
 

@@ -23,7 +23,7 @@ PROBE_FACTS = (
     "could_not_see", "error_type", "error_message", "property", "raised_at", "fix_at", "why",
     "write_kind", "write_op", "written_param", "saved_at", "batch_merged", "batch_size",
     "merged_by", "called_at", "odd_value", "operands", "offending_argument", "made_noncontiguous_at", "cut_by",
-    "chain", "recording_tail",
+    "chain", "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
 )
 
 

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 from torch.nn.modules.module import (
     register_module_forward_hook,
     register_module_forward_pre_hook,
@@ -70,6 +72,8 @@ class Recorder(TorchFunctionMode):
         self._paths: dict[int, tuple[str, str]] = {}
         self._param_names: dict[int, str] = {}
         self._built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # Each loader iterator's loader, as the batches it yields are described.
+        self._loaders: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._modules: dict[str, dict[str, Any]] = {}
         self._in_step = 0
         self._busy = False  # the recorder's own hooks are running: their ops are not the user's
@@ -87,6 +91,11 @@ class Recorder(TorchFunctionMode):
             register_optimizer_step_post_hook(self._step_post),
         ]
         self._patch(nn.Module, "__init__", self._module_init(nn.Module.__init__))
+        self._patch(DataLoader, "__init__", self._module_init(DataLoader.__init__))
+        self._patch(_BaseDataLoaderIter, "__init__",
+                    self._loader_iter_init(_BaseDataLoaderIter.__init__))
+        self._patch(_BaseDataLoaderIter, "__next__",
+                    self._loader_next(_BaseDataLoaderIter.__next__))
         for name in _FACTORIES:
             original = getattr(torch, name)
             self._patch(torch, name, self._factory(name, original))
@@ -159,8 +168,8 @@ class Recorder(TorchFunctionMode):
         return file_op
 
     def _module_init(self, original: Any) -> Any:
-        """Where each module was built: a torch module does only what its arguments say,
-        so a property it made wrong is fixed where it was constructed."""
+        """Where each module (and loader) was built: a torch module does only what its
+        arguments say, so a property it made wrong is fixed where it was constructed."""
         built_at = self._built_at
 
         def __init__(module: nn.Module, *args: Any, **kwargs: Any) -> None:
@@ -169,6 +178,36 @@ class Recorder(TorchFunctionMode):
                 built_at[module] = user_site(2)
 
         return __init__
+
+    def _loader_iter_init(self, original: Any) -> Any:
+        loaders = self._loaders
+
+        def __init__(iterator: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+            original(iterator, loader, *args, **kwargs)
+            loaders[iterator] = loader
+
+        return __init__
+
+    def _loader_next(self, original: Any) -> Any:
+        """Each batch a loader yields, with how the loader was built: a failure on the
+        short last batch of an epoch is fixed where the loader is constructed."""
+
+        def __next__(iterator: Any) -> Any:
+            batch = original(iterator)
+            loader = self._loaders.get(iterator)
+            if loader is not None:
+                self._busy = True
+                try:
+                    described = self._tensors(batch)
+                    info = _loader_json(loader, self._built_at.get(loader),
+                                        iterator._num_yielded)
+                finally:
+                    self._busy = False
+                self.recorded += 1
+                self.events.append(("batch", self.recorded, user_site(2), info, described))
+            return batch
+
+        return __next__
 
     def _op(self, name: str, site: Site | None, inputs: tuple, out: Any, inplace: bool) -> None:
         self.recorded += 1
@@ -322,6 +361,18 @@ def _recorded_name(func: Any) -> str | None:
     return name
 
 
+def _loader_json(loader: Any, built: Site | None, yielded: int) -> dict[str, Any]:
+    """What decides a loader's batches: its size, whether the short last one is dropped,
+    the dataset's length, and which batch of the epoch this one is."""
+    try:
+        batches, dataset_len = len(loader), len(loader.dataset)
+    except TypeError:  # an iterable dataset without a length
+        batches = dataset_len = None
+    return {"built_at": site_json(built) if built is not None else None,
+            "batch_size": loader.batch_size, "drop_last": bool(loader.drop_last),
+            "dataset_len": dataset_len, "batches": batches, "index": yielded}
+
+
 def _module_json(names: tuple[str, str] | None) -> dict[str, Any]:
     return {"module": names[0] if names else None, "module_label": names[1] if names else None}
 
@@ -358,6 +409,11 @@ def _event_json(event: tuple) -> dict[str, Any]:
         return {"kind": "op", "seq": seq, "op": name, **site_json(site), **_module_json(module),
                 "inplace": inplace, "inputs": [_as_json(t) for t in inputs],
                 "outputs": [_as_json(t) for t in outputs]}
+    if event[0] == "batch":
+        _, seq, site, loader, outputs = event
+        return {"kind": "batch", "seq": seq, "op": "DataLoader.__next__", **site_json(site),
+                **_module_json(None), "inplace": False, "inputs": [],
+                "outputs": [_as_json(t) for t in outputs], "loader": loader}
     if event[0] == "file":
         _, seq, name, site, path = event
         return {"kind": "file", "seq": seq, "op": name, **site_json(site), **_module_json(None),
