@@ -23,6 +23,7 @@ from torchdoctor.knowledge import load_knowledge
 from torchdoctor.patient import targets
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import run_probe
+from torchdoctor.patient.recorder.fix_site import with_fix_site
 from torchdoctor.patient.recorder.recorder import Recorder
 from torchdoctor.patient.recorder.replay import recording_for
 from torchdoctor.probes_manifest import PROBES
@@ -380,3 +381,44 @@ def test_labels_with_a_trailing_dimension_are_read_at_the_loss_call():
     assert judged("shape.multi_target", "one_hot_integer", answer) == "inconclusive"
     assert answer["raised_at"]["line"] == marked("labels_trailing_dim", "RAISES")
     assert answer["fix_at"]["line"] == marked("labels_trailing_dim", "FIX")
+
+
+def test_a_failure_on_the_short_last_batch_is_fixed_where_the_loader_was_built():
+    answer = run_probe("provenance", crashed("last_batch_view"), {})
+    check_contract("provenance", answer)
+    assert answer["status"] == "fail", answer["summary"]
+    facts = answer["facts"]
+    assert (facts["property"], facts["last_batch"]) == ("last_batch", True)
+    assert (facts["batch_size"], facts["last_batch_size"], facts["dataset_len"]) == (4, 2, 10)
+    assert answer["fix_at"]["line"] == marked("last_batch_view", "FIX")
+    assert answer["raised_at"]["line"] == marked("last_batch_view", "RAISES")
+    assert engine_verdict("shape.view_invalid_size", "hardcoded_batch", answer) == "confirmed"
+
+
+def test_a_reshape_that_fails_on_the_first_batch_is_not_blamed_on_the_last_one():
+    answer = run_probe("provenance", crashed("first_batch_view"), {})
+    assert answer["facts"]["last_batch"] is None
+    assert answer["facts"]["property"] != "last_batch"
+    assert engine_verdict("shape.view_invalid_size", "hardcoded_batch", answer) != "confirmed"
+
+
+def test_a_probe_that_found_the_cause_gets_the_fix_site_the_replay_traced():
+    ctx = crashed("target_view_merges_batch")
+    answer = with_fix_site(ctx, run_probe("trace", ctx, {"backward": True}))
+    assert answer["status"] == "fail", answer["summary"]
+    assert answer["fix_at"]["line"] == marked("target_view_merges_batch", "FIX")
+    assert "view" in answer["facts"]["fix_why"]
+
+
+def test_a_probe_that_found_nothing_gets_no_fix_site():
+    ctx = crashed("target_view_merges_batch")
+    passed = {"status": "pass", "summary": "", "facts": {}, "location": None}
+    assert "fix_at" not in with_fix_site(ctx, passed)
+
+
+def test_the_failing_call_of_a_child_module_is_what_the_probes_replay():
+    ctx = crashed("children_loop")
+    assert isinstance(ctx.model, nn.Sequential) and isinstance(ctx.model[0], nn.Linear)
+    with pytest.raises(RuntimeError) as raised:
+        ctx.forward()
+    assert str(raised.value) == ctx.error["message"]
