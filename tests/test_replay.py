@@ -422,3 +422,18 @@ def test_the_failing_call_of_a_child_module_is_what_the_probes_replay():
     with pytest.raises(RuntimeError) as raised:
         ctx.forward()
     assert str(raised.value) == ctx.error["message"]
+
+
+def test_a_state_carried_into_the_next_iteration_is_fixed_where_the_loop_binds_it():
+    answer = run_probe("provenance", crashed("carried_hidden"), {})
+    check_contract("provenance", answer)
+    assert answer["facts"]["property"] == "carried_state"
+    assert answer["fix_at"]["line"] == marked("carried_hidden", "FIX")
+    assert answer["raised_at"]["line"] == marked("carried_hidden", "RAISES")
+    assert engine_verdict("autograd.backward_twice", "state_carried_over", answer) == "confirmed"
+
+
+def test_two_losses_of_one_forward_are_not_taken_for_carried_state():
+    answer = run_probe("provenance", crashed("two_losses_shared"), {})
+    assert answer["facts"]["property"] != "carried_state"
+    assert engine_verdict("autograd.backward_twice", "state_carried_over", answer) != "confirmed"

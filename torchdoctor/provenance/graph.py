@@ -19,6 +19,7 @@ class Graph:
         self.events: list[Event] = list(recording.get("events") or [])
         self.failure: Event | None = recording.get("failure")
         self.dropped = int(recording.get("dropped") or 0)
+        self.outer_frame: dict[str, Any] | None = recording.get("outer_frame")
         self._producers: dict[int, list[Event]] = {}
         for event in self.events:
             for out in event.get("outputs") or []:

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from torchdoctor.provenance.graph import Graph, identity
-from torchdoctor.provenance.sites import site, step
+from torchdoctor.provenance.sites import last_binding, site, step
 
 _VERSION = re.compile(r"is at version (\d+); expected version (\d+)")
 _SAVED = re.compile(r"\[torch\.\w+ \[([\d, ]*)\]\], which is output \d+ of (\w+)")
@@ -28,6 +28,7 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 _DTYPE_WORDS = re.compile(r"dtype|scalar type|expected (?:scalar type )?(?:Float|Double|Long)"
                           r"|Found dtype", re.IGNORECASE)
 _DETACHING = ("detach", "detach_")
+_FREED = "backward through the graph a second time"
 _REBUILDING = ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor")
 
 
@@ -47,7 +48,8 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
         answer["why"] = ("the replay did not fail" if recording.get("replay") != "none"
                          else "nothing was replayed")
         return answer
-    for walker in (_version, _graph_cut, _device, _dtype, _last_batch, _shape, _value):
+    for walker in (_version, _carried_state, _graph_cut, _device, _dtype, _last_batch, _shape,
+                   _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -111,6 +113,70 @@ def _made_by(graph: Graph, tensor: dict, before: int, maker: str) -> bool:
     if made is None and tensor.get("base") is not None:
         made = graph.producer({"id": tensor["base"]}, before)
     return made is not None and maker in str(made.get("op", "")).lower().replace("_", "")
+
+
+# ---------------------------------------------------------------- state carried across iterations
+
+
+def _carried_state(graph: Graph, failure: dict, message: str) -> dict | None:
+    """A tensor with history made in the previous iteration and read in this one.
+
+    "Backward through the graph a second time" after one backward per
+    iteration: the op that made the tensor ran before the previous backward
+    and ran again since (the same op on the same line: a new iteration), so the
+    value read now is last iteration's, whose graph that backward freed (an RNN's
+    hidden state, a running average fed back). Two losses of one forward differ:
+    their shared part was made once, before the first backward, and not again.
+    The fix (detach it) is where the loop binds the carried value.
+    """
+    if _FREED not in message:
+        return None
+    backwards = [e for e in graph.events if e["seq"] < failure["seq"]
+                 and _bare(e) == "backward"]
+    if not backwards:
+        return None
+    previous = backwards[-1]["seq"]
+    since = [e for e in graph.events if previous < e["seq"] < failure["seq"]]
+    for event in since:
+        for t in event.get("inputs") or []:
+            if not t.get("grad"):
+                continue
+            made = graph.producer(t, event["seq"])
+            if (made is None or made.get("kind") != "op" or made.get("inplace")
+                    or made["seq"] > previous):
+                continue
+            again = next((e for e in since if e["seq"] <= event["seq"]
+                          and (e.get("op"), e.get("file"), e.get("line"))
+                          == (made.get("op"), made.get("file"), made.get("line"))), None)
+            if again is None:
+                continue
+            return {
+                "property": "carried_state", "carried_shape": t["shape"],
+                "made_at": site(made), "read_at": site(event),
+                "fix_at": _where_bound(graph.outer_frame, again) or site(again),
+                "why": (f"the {t['shape']} tensor {made.get('op')} made in the previous"
+                        f" iteration is read again at {_line(event)}; the backward before"
+                        " freed its graph, so this backward walks into it"),
+            }
+    return None
+
+
+def _bare(event: dict) -> str:
+    return str(event.get("op", "")).rsplit(".", 1)[-1]
+
+
+def _line(event: dict) -> str:
+    return f"line {event.get('line')}"
+
+
+def _where_bound(frame: dict | None, made: dict) -> dict | None:
+    """The line of the failure's outermost frame that binds an output of ``made``."""
+    if not frame:
+        return None
+    names = frame.get("names") or {}
+    held = {names[str(t["id"])] for t in made.get("outputs") or [] if str(t["id"]) in names}
+    line = last_binding(frame["file"], held, frame.get("first_line") or 1, frame["line"])
+    return site({"file": frame["file"], "line": line}) if line else None
 
 
 # ---------------------------------------------------------------- a cut in the graph

@@ -39,7 +39,8 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from torchdoctor.patient.probes._describe import tensor_stats
 from torchdoctor.patient.probes.trace import is_inplace, op_name
-from torchdoctor.patient.recorder.sites import Site, user_site
+from torchdoctor.patient.probes._frames import USER
+from torchdoctor.patient.recorder.sites import Site, code_kind, user_site
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -234,11 +235,11 @@ class Recorder(TorchFunctionMode):
         try:
             base = t._base if t._is_view() else None
             return (self._serial(t), tuple(t.shape), t.dtype, t.device, t._version,
-                    self._serial(base) if base is not None else None)
+                    self._serial(base) if base is not None else None, t.requires_grad)
         except (RuntimeError, TypeError, NotImplementedError):
             # Inference-mode tensors keep no version, nested tensors have no single shape:
             # describing them must never break the user's op.
-            return (self._serial(t), (), t.dtype, t.device, None, None)
+            return (self._serial(t), (), t.dtype, t.device, None, None, t.requires_grad)
 
     def _fail(self, name: str, site: Site | None, args: tuple, kwargs: dict) -> None:
         """The op that raised, with statistics of its operands (computed once, here)."""
@@ -319,6 +320,29 @@ class Recorder(TorchFunctionMode):
         self.events.append(("step", self.recorded, type(optimizer).__name__, user_site(2),
                             tuple(bumped)))
 
+    # ------------------------------------------------------------ the failure's frame
+
+    def outer_frame(self, error: BaseException | None) -> dict[str, Any] | None:
+        """The outermost user frame of ``error`` and the recorded tensors it holds by name.
+
+        That frame is where the program keeps what lives from one iteration to the
+        next (``prediction, h = rnn(x, h)`` in the loop): a value carried across
+        iterations is fixed where it binds the name, not deep in the model.
+        """
+        tb = error.__traceback__ if error is not None else None
+        while tb is not None and code_kind(tb.tb_frame.f_code) != USER:
+            tb = tb.tb_next
+        if tb is None:
+            return None
+        frame, code = tb.tb_frame, tb.tb_frame.f_code
+        names: dict[str, str] = {}  # serial (a JSON key) → the name the frame holds it by
+        for name, value in list(frame.f_locals.items())[:512]:
+            serial = self._serials.get(value) if isinstance(value, torch.Tensor) else None
+            if serial is not None:
+                names.setdefault(str(serial), name)
+        return {"file": code.co_filename, "line": tb.tb_lineno,
+                "first_line": code.co_firstlineno, "names": names}
+
     # ------------------------------------------------------------ out
 
     def to_json(self) -> dict[str, Any]:
@@ -398,9 +422,9 @@ def site_json(site: Site | None) -> dict[str, Any]:
 
 
 def _as_json(described: tuple) -> dict[str, Any]:
-    serial, shape, dtype, device, version, base = described[:6]
+    serial, shape, dtype, device, version, base, grad = described[:7]
     return {"id": serial, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
-            "device": str(device), "version": version, "base": base}
+            "device": str(device), "version": version, "base": base, "grad": grad}
 
 
 def _event_json(event: tuple) -> dict[str, Any]:
@@ -419,6 +443,6 @@ def _event_json(event: tuple) -> dict[str, Any]:
         return {"kind": "file", "seq": seq, "op": name, **site_json(site), **_module_json(None),
                 "inplace": False, "inputs": [], "outputs": [], "path": path}
     _, seq, optimizer, site, bumped = event
-    params = [{**_as_json(p), "version_before": p[6], "name": p[7]} for p in bumped]
+    params = [{**_as_json(p), "version_before": p[7], "name": p[8]} for p in bumped]
     return {"kind": "optimizer_step", "seq": seq, "op": f"{optimizer}.step", **site_json(site),
             **_module_json(None), "inplace": True, "inputs": [], "outputs": params}

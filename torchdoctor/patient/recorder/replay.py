@@ -97,9 +97,11 @@ def replay_script(path: str, argv: list[str], cwd: str | None, ring: int) -> dic
         os.chdir(saved_cwd)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-    return _finished(recorder, "script", error, exited, time.perf_counter() - started, [
+    recording = _finished(recorder, "script", error, exited, time.perf_counter() - started, [
         "backward kernels one by one: a backward call is one op, its failure one event",
     ])
+    recording["outer_frame"] = recorder.outer_frame(error)
+    return recording
 
 
 def replay_step(ctx: ProbeContext, ring: int, kind: str) -> dict[str, Any]:
