@@ -416,17 +416,25 @@ class _Finder:
                  and not isinstance(value, (torch.Tensor, tuple, list, dict))}
         self.scan(named, inside_module=False, depth=1)
 
-    def outermost_model(self, recorded: nn.Module | None, failed_in_recorded: bool = False
-                        ) -> nn.Module | None:
-        """The model probes replay. The latest outermost call's module when the failure
-        was raised inside that call: its recorded arguments are what reached the failing
-        op, even when it is part of a larger model (``for layer in vgg.children(): x =
-        layer(x)``), whose own input is not what the failing call got."""
+    def outermost_model(self, recorded: nn.Module | None,
+                        exc: BaseException | None = None) -> nn.Module | None:
+        """The model probes replay: the largest one, or the latest outermost call's module.
+
+        That call's module even when it is part of a larger model, if the failure was
+        raised inside it and the user's own code, not the larger model's, called it
+        (``for layer in vgg.children(): x = layer(x)``): its recorded arguments are what
+        reached the failing op, and the larger model's input is not. When a method of
+        the larger model made the call, what fed it lies in that model, and replaying
+        the part alone would hide it.
+        """
         roots = [m for m in self.modules
                  if not any(o is not m and any(m is s for s in o.modules())
                             for o in self.modules)]
-        if recorded is not None and (failed_in_recorded or not any(
-                recorded is not r and any(recorded is s for s in r.modules()) for r in roots)):
+        containing = [r for r in roots
+                      if recorded is not r and any(recorded is s for s in r.modules())]
+        if recorded is not None and (not containing or (
+                _raised_inside(exc, recorded)
+                and not any(_raised_inside(exc, r) for r in containing))):
             return recorded
         if not roots:
             return None
@@ -455,7 +463,7 @@ def recover_context(exc: BaseException | None, namespace: dict[str, Any] | None,
             finder.scan(frame.f_locals, inside)
     if namespace is not None:
         finder.scan(namespace, False)
-    model = finder.outermost_model(recorder.model, _raised_inside(exc, recorder.model))
+    model = finder.outermost_model(recorder.model, exc)
     inputs = finder.inputs
     if model is not None and model is recorder.model and recorder.model_args:
         args = recorder.model_args
