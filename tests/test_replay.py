@@ -437,3 +437,12 @@ def test_two_losses_of_one_forward_are_not_taken_for_carried_state():
     answer = run_probe("provenance", crashed("two_losses_shared"), {})
     assert answer["facts"]["property"] != "carried_state"
     assert engine_verdict("autograd.backward_twice", "state_carried_over", answer) != "confirmed"
+
+
+@pytest.mark.parametrize("name", ["skip_size_odd", "skip_size_literal"])
+def test_feature_maps_that_no_longer_line_up_are_fixed_where_the_input_size_is_set(name):
+    answer = run_probe("provenance", crashed(name), {})
+    check_contract("provenance", answer)
+    assert answer["facts"]["property"] == "input_size"
+    assert answer["fix_at"]["line"] == marked(name, "FIX")
+    assert answer["raised_at"]["line"] == marked(name, "RAISES")

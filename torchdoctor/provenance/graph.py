@@ -65,8 +65,14 @@ class Graph:
                 return t
         return inputs[0] if inputs else None
 
-    def data_path(self, tensor: Tensor, before: int) -> list[Event]:
-        """The producing events along each op's main input, latest first."""
+    def data_path(self, tensor: Tensor, before: int, through_batches: bool = False
+                  ) -> list[Event]:
+        """The producing events along each op's main input, latest first.
+
+        A loader's batch ends the path, since the batch dimension begins there;
+        ``through_batches`` walks on into the collate and the dataset's items, where
+        properties of each sample (its image size) were made.
+        """
         chain: list[Event] = []
         current, limit = tensor, before
         seen: set[int] = set()
@@ -76,6 +82,9 @@ class Graph:
                 break
             seen.add(event["seq"])
             chain.append(event)
+            if through_batches and event.get("kind") == "batch":
+                current, limit = current, event["seq"]
+                continue
             current, limit = self.main_input(event), event["seq"]
         return chain
 

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from torchdoctor.provenance.graph import Graph, identity
-from torchdoctor.provenance.sites import last_binding, site, step
+from torchdoctor.provenance.sites import constant_binding, last_binding, site, step
 
 _VERSION = re.compile(r"is at version (\d+); expected version (\d+)")
 _SAVED = re.compile(r"\[torch\.\w+ \[([\d, ]*)\]\], which is output \d+ of (\w+)")
@@ -48,8 +48,8 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
         answer["why"] = ("the replay did not fail" if recording.get("replay") != "none"
                          else "nothing was replayed")
         return answer
-    for walker in (_version, _carried_state, _graph_cut, _device, _dtype, _last_batch, _shape,
-                   _value):
+    for walker in (_version, _carried_state, _graph_cut, _device, _dtype, _last_batch,
+                   _input_size, _shape, _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -331,6 +331,62 @@ def _last_batch(graph: Graph, failure: dict, message: str) -> dict | None:
                     " the batch size and the loader keeps the remainder (drop_last=False)"),
         }
     return None
+
+
+def _input_size(graph: Graph, failure: dict, message: str) -> dict | None:
+    """Feature maps that no longer line up in their spatial sizes, from an input size
+    the network cannot take.
+
+    Operands of one batch that disagree in a dimension past the channels (a skip
+    connection one pixel off its upsampled partner: an odd size pooled and
+    doubled again) came from one input through the network; their sizes follow
+    the size the data was given before it entered the model. That is the latest
+    op they share, outside any module, that changed the sample's spatial size (a
+    resize, a crop),
+    and when that op took its size from a named constant (``size=IMAGE_SIZE``),
+    the line that sets the constant.
+    """
+    if not _SHAPE_WORDS.search(message):
+        return None
+    operands = [t for t in failure.get("inputs") or [] if len(t.get("shape") or []) >= 3]
+    if len(operands) < 2 or len({len(t["shape"]) for t in operands}) != 1:
+        return None
+    if len({t["shape"][0] for t in operands}) != 1 or len(
+            {tuple(t["shape"][2:]) for t in operands}) < 2:
+        return None
+    paths = [graph.data_path(t, failure["seq"], through_batches=True) for t in operands]
+    shared = set.intersection(*({e["seq"] for e in path} for path in paths))
+    path = paths[0]
+    setter = next((e for e in path if e["seq"] in shared and e.get("module") is None
+                   and _resizes(graph, e)), None)
+    if setter is None:
+        return None
+    made = (setter.get("outputs") or [{}])[0].get("shape") or []
+    answer = {
+        "property": "input_size", "input_shape": made, "size_set_at": site(setter),
+        "operands": [{"shape": t["shape"]} for t in operands], "fix_at": site(setter),
+        "chain": [step(e) for e in reversed(path) if e["seq"] >= setter["seq"]],
+        "why": (f"the operands {', '.join(str(t['shape']) for t in operands)} grew apart"
+                f" inside the network from the input size {made[-2:]} set by"
+                f" {setter.get('op')}; the network takes only sizes it can pool and"
+                " upsample back evenly"),
+    }
+    constant = constant_binding(setter.get("file"), setter.get("line"), made[-2:])
+    if constant is not None:
+        answer["fix_at"] = site({"file": setter["file"], "line": constant})
+    return answer
+
+
+def _resizes(graph: Graph, event: dict) -> bool:
+    """An op that gave a sample new spatial sizes: rank kept, the trailing sizes changed,
+    and not by reordering them (a permute moves channels, it sets no size)."""
+    main = graph.main_input(event)
+    out = (event.get("outputs") or [{}])[0].get("shape")
+    if event.get("kind") != "op" or not main or out is None:
+        return False
+    got = main.get("shape") or []
+    return (len(got) == len(out) >= 3 and got[-2:] != out[-2:]
+            and sorted(got) != sorted(out))
 
 
 def _batch_merge(graph: Graph, failure: dict, operand: dict, operands: list[dict]
