@@ -446,3 +446,12 @@ def test_feature_maps_that_no_longer_line_up_are_fixed_where_the_input_size_is_s
     assert answer["facts"]["property"] == "input_size"
     assert answer["fix_at"]["line"] == marked(name, "FIX")
     assert answer["raised_at"]["line"] == marked(name, "RAISES")
+
+
+def test_tensors_made_with_different_sizes_are_fixed_where_they_were_made():
+    answer = run_probe("provenance", crashed("collate_label_lengths"), {})
+    check_contract("provenance", answer)
+    facts = answer["facts"]
+    assert (facts["property"], facts["odd_shape"], facts["common_shape"]) == ("item_size", [5], [4])
+    assert answer["fix_at"]["line"] == marked("collate_label_lengths", "FIX")
+    assert answer["raised_at"]["line"] == marked("collate_label_lengths", "RAISES")

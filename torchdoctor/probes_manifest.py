@@ -454,7 +454,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
                 "operands", "offending_argument", "made_noncontiguous_at", "cut_by", "chain",
                 "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
-                "carried_shape", "made_at", "read_at", "input_shape", "size_set_at",
+                "carried_shape", "made_at", "read_at", "input_shape", "size_set_at", "odd_shape",
+                "common_shape",
             ),
         ),
         ProbeSpec(

@@ -82,10 +82,9 @@ class Graph:
                 break
             seen.add(event["seq"])
             chain.append(event)
-            if through_batches and event.get("kind") == "batch":
-                current, limit = current, event["seq"]
-                continue
-            current, limit = self.main_input(event), event["seq"]
+            if not (through_batches and event.get("kind") == "batch"):
+                current = self.main_input(event)  # a batch: the same tensor, made by collate
+            limit = event["seq"]
         return chain
 
     def writes(self) -> list[tuple[Event, Tensor, int]]:

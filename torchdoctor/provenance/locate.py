@@ -49,7 +49,7 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
                          else "nothing was replayed")
         return answer
     for walker in (_version, _carried_state, _graph_cut, _device, _dtype, _last_batch,
-                   _input_size, _shape, _value):
+                   _input_size, _unequal_items, _shape, _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -375,6 +375,36 @@ def _input_size(graph: Graph, failure: dict, message: str) -> dict | None:
     if constant is not None:
         answer["fix_at"] = site({"file": setter["file"], "line": constant})
     return answer
+
+
+def _unequal_items(graph: Graph, failure: dict, message: str) -> dict | None:
+    """Tensors joined into one (a collate's ``stack``) that were made with different sizes.
+
+    Each was made on its own (one sample, one label sequence), so the size that
+    differs was given where they were made: the line that made the ones whose
+    size is not the most common (often the same line for all of them, the
+    dataset's ``__getitem__`` building each sample's target).
+    """
+    if _bare(failure) not in ("stack", "cat") or not _SHAPE_WORDS.search(message):
+        return None
+    operands = failure.get("inputs") or []
+    shapes = [tuple(t.get("shape") or ()) for t in operands]
+    if len(operands) < 2 or len(set(shapes)) < 2 or len({len(s) for s in shapes}) != 1:
+        return None
+    common = max(set(shapes), key=shapes.count)
+    odd = [t for t, s in zip(operands, shapes) if s != common]
+    made = graph.producer(odd[0], failure["seq"])
+    if made is None:
+        return None
+    return {
+        "property": "item_size", "odd_shape": odd[0]["shape"], "common_shape": list(common),
+        "fix_at": site(made),
+        "operands": [{"shape": t["shape"], "produced_at": site(graph.producer(t, failure["seq"]))}
+                     for t in operands],
+        "why": (f"{len(odd)} of the {len(operands)} tensors {failure.get('op')} joins were made"
+                f" {list(odd[0]['shape'])} where the others are {list(common)}; the size was"
+                " given where they were made"),
+    }
 
 
 def _resizes(graph: Graph, event: dict) -> bool:

@@ -24,8 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader
-from torch.utils.data.dataloader import _BaseDataLoaderIter
 from torch.nn.modules.module import (
     register_module_forward_hook,
     register_module_forward_pre_hook,
@@ -35,12 +33,14 @@ from torch.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 from torch.overrides import TorchFunctionMode
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchdoctor.patient.probes._describe import tensor_stats
-from torchdoctor.patient.probes.trace import is_inplace, op_name
 from torchdoctor.patient.probes._frames import USER
-from torchdoctor.patient.recorder.sites import Site, code_kind, user_site
+from torchdoctor.patient.probes.trace import is_inplace, op_name
+from torchdoctor.patient.recorder.sites import Site, code_kind, transparent, user_site
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -152,7 +152,7 @@ class Recorder(TorchFunctionMode):
             self._op(f"torch.{name}", user_site(2), (), out, False)
             return out
 
-        return factory
+        return transparent(factory)
 
     def _file_op(self, name: str, original: Any) -> Any:
         position = 1 if name == "save" else 0  # save(obj, f), load(f)
@@ -166,7 +166,7 @@ class Recorder(TorchFunctionMode):
                                 os.path.abspath(path) if path else None))
             return out
 
-        return file_op
+        return transparent(file_op)
 
     def _module_init(self, original: Any) -> Any:
         """Where each module (and loader) was built: a torch module does only what its
@@ -178,7 +178,7 @@ class Recorder(TorchFunctionMode):
             if module not in built_at:
                 built_at[module] = user_site(2)
 
-        return __init__
+        return transparent(__init__)
 
     def _loader_iter_init(self, original: Any) -> Any:
         loaders = self._loaders
@@ -187,7 +187,7 @@ class Recorder(TorchFunctionMode):
             original(iterator, loader, *args, **kwargs)
             loaders[iterator] = loader
 
-        return __init__
+        return transparent(__init__)
 
     def _loader_next(self, original: Any) -> Any:
         """Each batch a loader yields, with how the loader was built: a failure on the
@@ -208,7 +208,7 @@ class Recorder(TorchFunctionMode):
                 self.events.append(("batch", self.recorded, user_site(2), info, described))
             return batch
 
-        return __next__
+        return transparent(__next__)
 
     def _op(self, name: str, site: Site | None, inputs: tuple, out: Any, inplace: bool) -> None:
         self.recorded += 1
