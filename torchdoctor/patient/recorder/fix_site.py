@@ -19,6 +19,10 @@ from torchdoctor.provenance import trace_back
 
 _CACHE_KEY = "traced_back"
 _FOUND = ("fail", "warn")
+# Out-of-range values (a class index past the head) are wrong on one side or the other: the
+# labels, or the layer built too narrow. Where the value was made is the fix only for the
+# first, and a probe shared by both cannot say which it found, so no site is given.
+_TWO_SIDED = ("value",)
 
 
 def with_fix_site(ctx: ProbeContext, answer: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +38,7 @@ def with_fix_site(ctx: ProbeContext, answer: dict[str, Any]) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - the site is an addition; the probe's answer stands
             traced = {}
         ctx.extras[_CACHE_KEY] = traced
-    if traced.get("fix_at"):
+    if traced.get("fix_at") and traced.get("property") not in _TWO_SIDED:
         answer["fix_at"] = traced["fix_at"]
         answer.setdefault("raised_at", traced.get("raised_at"))
         answer.setdefault("facts", {})["fix_why"] = traced.get("why")
