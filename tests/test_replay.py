@@ -455,3 +455,10 @@ def test_tensors_made_with_different_sizes_are_fixed_where_they_were_made():
     assert (facts["property"], facts["odd_shape"], facts["common_shape"]) == ("item_size", [5], [4])
     assert answer["fix_at"]["line"] == marked("collate_label_lengths", "FIX")
     assert answer["raised_at"]["line"] == marked("collate_label_lengths", "RAISES")
+
+
+def test_an_out_of_range_label_gets_no_fix_site_where_the_labels_were_made():
+    ctx = crashed("head_too_narrow")
+    answer = with_fix_site(ctx, run_probe("index_range", ctx, {}))
+    assert answer["status"] == "fail", answer["summary"]
+    assert answer.get("fix_at") is None
