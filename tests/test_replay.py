@@ -462,3 +462,17 @@ def test_an_out_of_range_label_gets_no_fix_site_where_the_labels_were_made():
     answer = with_fix_site(ctx, run_probe("index_range", ctx, {}))
     assert answer["status"] == "fail", answer["summary"]
     assert answer.get("fix_at") is None
+
+
+def test_images_with_the_wrong_channels_are_fixed_in_the_reader_that_shaped_the_array():
+    ctx = crashed("gray_reader")
+    answer = run_probe("provenance", ctx, {})
+    check_contract("provenance", answer)
+    facts = answer["facts"]
+    assert (facts["property"], facts["channels_expected"], facts["channels_got"]) == (
+        "channels", 3, 1)
+    assert facts["data_source"]["op"] == "torch.from_numpy"
+    assert answer["fix_at"]["line"] == marked("gray_reader", "FIX")
+    census = with_fix_site(ctx, run_probe("census", ctx, {}))
+    assert census["status"] == "fail", census["summary"]
+    assert census["fix_at"]["line"] == marked("gray_reader", "FIX")

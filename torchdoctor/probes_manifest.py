@@ -455,7 +455,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "operands", "offending_argument", "made_noncontiguous_at", "cut_by", "chain",
                 "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
                 "carried_shape", "made_at", "read_at", "input_shape", "size_set_at", "odd_shape",
-                "common_shape",
+                "common_shape", "channels_expected", "channels_got", "data_source",
             ),
         ),
         ProbeSpec(

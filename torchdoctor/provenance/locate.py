@@ -29,6 +29,7 @@ _DTYPE_WORDS = re.compile(r"dtype|scalar type|expected (?:scalar type )?(?:Float
                           r"|Found dtype", re.IGNORECASE)
 _DETACHING = ("detach", "detach_")
 _FREED = "backward through the graph a second time"
+_CHANNELS = re.compile(r"to have (\d+) channels, but got (\d+) channels")
 _REBUILDING = ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor")
 
 
@@ -49,7 +50,7 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
                          else "nothing was replayed")
         return answer
     for walker in (_version, _carried_state, _graph_cut, _device, _dtype, _last_batch,
-                   _input_size, _unequal_items, _shape, _value):
+                   _channels, _input_size, _unequal_items, _shape, _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -331,6 +332,36 @@ def _last_batch(graph: Graph, failure: dict, message: str) -> dict | None:
                     " the batch size and the loader keeps the remainder (drop_last=False)"),
         }
     return None
+
+
+def _channels(graph: Graph, failure: dict, message: str) -> dict | None:
+    """A convolution given images with another number of channels than it was built for.
+
+    The channel count is the data's: nothing between the reader and the first
+    convolution changes it (a permute only moves it). So the walk goes back along
+    the input, through the loader's batches into each sample, to where the sample
+    tensor was made from data (``from_numpy``, ``torch.tensor``); ``data_source``
+    says so, and the patient follows the array further back into the reader, to
+    the line where it took the shape it has (``convert('L')``, ``expand_dims``).
+    """
+    counts = _CHANNELS.search(message)
+    operands = failure.get("inputs") or []
+    if counts is None or not operands:
+        return None
+    path = graph.data_path(operands[0], failure["seq"], through_batches=True)
+    source = path[-1] if path else None
+    if source is None or source.get("kind") != "op" or source.get("inputs"):
+        return None
+    shape = (source.get("outputs") or [{}])[0].get("shape")
+    return {
+        "property": "channels", "channels_expected": int(counts.group(1)),
+        "channels_got": int(counts.group(2)), "fix_at": site(source),
+        "data_source": {**(site(source) or {}), "op": source.get("op"), "shape": shape},
+        "chain": [step(e) for e in reversed(path)],
+        "why": (f"the images carry {counts.group(2)} channels from where they were made from"
+                f" data ({source.get('op')}, {shape}); the network was built for"
+                f" {counts.group(1)}"),
+    }
 
 
 def _input_size(graph: Graph, failure: dict, message: str) -> dict | None:
