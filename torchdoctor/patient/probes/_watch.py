@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchdoctor.patient.probes._frames import user_frame
+from torchdoctor.patient.probes._frames import outer_user_frame, user_frame
 
 NORM_LAYERS = (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)
 
@@ -71,9 +71,14 @@ def watch_loop(model: nn.Module, optimizer: torch.optim.Optimizer | None
         recorder.on_backward()
         return original_backward(*args, **kwargs)
 
+    own = {id(m) for m in model.modules()}
+
     def train(self: nn.Module, mode: bool = True) -> nn.Module:
-        if not mode and self is model:
-            site = user_frame(2)
+        # eval() on the model or on any part of it, noted at the train_step's own line:
+        # a helper called from the step (a validation) that leaves eval mode on is
+        # undone there.
+        if not mode and id(self) in own:
+            site = outer_user_frame(2)
             if site is not None:
                 recorder.eval_sites.append(site)
         return original_train(self, mode)

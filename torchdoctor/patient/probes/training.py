@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from torchdoctor.patient.built_at import optimizer_built_at
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._modules import readable_name
@@ -104,9 +105,14 @@ def weights_update(ctx: ProbeContext) -> dict:
         return result("fail", "optimizer.step() is never called: no parameter changes",
                       facts, location(op="step", site=site))
     first_reason = reasons[stuck[0]]
-    return result("fail", f"{len(stuck)} of {total} parameters did not change after one step: "
-                  f"{stuck[0]} ({first_reason})", facts,
-                  location(module=readable_name(rep.model, top_module(stuck))))
+    answer = result("fail", f"{len(stuck)} of {total} parameters did not change after one "
+                    f"step: {stuck[0]} ({first_reason})", facts,
+                    location(module=readable_name(rep.model, top_module(stuck))))
+    if not_in_opt:
+        # The optimizer holds what the model had when it was built: the fix is to build it
+        # from the model as trained, so the construction line is where it belongs.
+        answer["fix_at"] = facts["optimizer_built_at"] = optimizer_built_at(ctx.optimizer)
+    return answer
 
 
 @probe("loop_order")
@@ -160,9 +166,11 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
         kinds = {name: type(m).__name__ for name, m in rep.model.named_modules()}
         what = ", ".join(f"`{name}` ({kinds[name]})" if name in kinds else f"`{name}`"
                          for name in eval_at.eval_modules[:3])
-        return result("fail", f"training runs with {what or 'the whole model'} in eval mode: "
-                      "dropout is off and batch-norm statistics are frozen", facts,
-                      location(module=module, op="eval", site=site))
+        answer = result("fail", f"training runs with {what or 'the whole model'} in eval "
+                        "mode: dropout is off and batch-norm statistics are frozen", facts,
+                        location(module=module, op="eval", site=site))
+        answer["fix_at"] = site  # the step's line that switched to eval mode
+        return answer
     if not backwards:
         return result("warn", "train_step never called backward()", facts)
     if not loop.of("step"):
@@ -270,24 +278,63 @@ def loss_at_init(ctx: ProbeContext) -> dict:
 
 
 class _HeadWatcher(TorchFunctionMode):
-    """Records activation and loss calls (with the user's line) during forward and loss."""
+    """Records activation and loss calls (with the user's line) during forward and loss,
+    which op made each tensor, and what the loss did with the model's output."""
 
     ACTIVATIONS = frozenset({"softmax", "log_softmax", "sigmoid"})
     LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy",
               "binary_cross_entropy_with_logits"})
+    # Ops that only move or select values: the output of a view of x has x's sign.
+    SHAPE_ONLY = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "__getitem__",
+                            "contiguous", "clone", "permute", "transpose", "t", "expand"})
+    # The loss turns its input into a probability through a sigmoid.
+    SQUASHING = frozenset({"sigmoid", "binary_cross_entropy_with_logits"})
 
     def __init__(self) -> None:
         super().__init__()
         self.activations: list[tuple[str, dict | None]] = []
         self.losses: list[str] = []
+        self.made: dict[int, tuple[str, dict | None, Any]] = {}  # id → (op, site, inputs)
+        self.keep: list[Any] = []  # the tensors ``made`` names, alive while we watch
+        self.output: Any = None  # set between forward and loss
+        self.squashed_output = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
+        site = None
         if name in self.ACTIVATIONS:
-            self.activations.append((name, user_frame(2)))
+            site = user_frame(2)
+            self.activations.append((name, site))
         elif name in self.LOSSES:
             self.losses.append(name)
-        return func(*args, **(kwargs or {}))
+        if self.output is not None and name in self.SQUASHING and args \
+                and self._root(args[0]) is self._root(self.output):
+            self.squashed_output = True
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            self.made[id(out)] = (name, site or user_frame(2), tensors[:1])
+            self.keep.append(out)
+        return out
+
+    def _root(self, tensor: Any) -> Any:
+        """The tensor a chain of shape-only ops started from."""
+        while isinstance(tensor, torch.Tensor) and id(tensor) in self.made:
+            name, _, inputs = self.made[id(tensor)]
+            if name not in self.SHAPE_ONLY or not inputs:
+                break
+            tensor = inputs[0]
+        return tensor
+
+    def producer(self, tensor: Any) -> tuple[str | None, dict | None]:
+        """The op (past views) that made ``tensor`` in forward, and the user's line of it."""
+        name, site, _ = self.made.get(id(self._root(tensor)), (None, None, None))
+        return name, site
+
+
+# Ops whose result is never negative: sigmoid(x) of such an x is at least 0.5.
+NONNEGATIVE = frozenset({"relu", "relu_", "relu6", "softplus", "abs", "exp", "sigmoid",
+                         "softmax", "square"})
 
 
 def _last_leaf(model: nn.Module, ctx: ProbeContext) -> tuple[str, nn.Module | None]:
@@ -321,6 +368,7 @@ def output_head(ctx: ProbeContext) -> dict:
     try:
         with torch.no_grad(), watcher:
             output = rep.forward()
+            watcher.output = output
             try:
                 rep.loss(output)
             except Exception as exc:  # noqa: BLE001 - BCELoss refuses values outside [0, 1]
@@ -330,6 +378,7 @@ def output_head(ctx: ProbeContext) -> dict:
         return result("error", f"forward raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     facts: dict[str, Any] = {"softmax_before_ce": False, "logits_into_bce": False,
+                             "output_floor_before_sigmoid": False, "output_made_by": None,
                              "sigmoid_before_bce_logits": False, "head_width": None,
                              "num_classes": rep.num_classes, "width_mismatch": False,
                              "loss_functions": sorted(set(watcher.losses)),
@@ -363,6 +412,16 @@ def output_head(ctx: ProbeContext) -> dict:
         return result("fail", "the model applies sigmoid before BCEWithLogitsLoss, which "
                       "applies it again", facts,
                       location(module=head_name, op="sigmoid", site=act_site))
+    made_by, made_at = watcher.producer(output)
+    if watcher.squashed_output and made_by in NONNEGATIVE:
+        facts.update(output_floor_before_sigmoid=True, output_made_by=made_by)
+        answer = result("fail", f"the model's output comes out of {made_by}, so it is never "
+                        "negative, and the loss passes it through a sigmoid: every "
+                        "probability is at least 0.5 and the negative class can never be "
+                        "predicted", facts, location(module=head_name, op=made_by,
+                                                     site=made_at))
+        answer["fix_at"] = made_at
+        return answer
     if "binary_cross_entropy" in losses and (not shape["in_unit"] or loss_error is not None):
         facts["logits_into_bce"] = True
         return result("fail", "raw logits (outside [0, 1]) are fed to BCELoss, which expects "
