@@ -330,6 +330,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "used_train_step",
                 "steps_to_fit",
                 "patience_steps",
+                "out_of_time",
+                "loss_reads_targets",
             ),
         ),
         ProbeSpec(

@@ -138,6 +138,9 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     else:
         finding.verdict = "inconclusive" if judged else "untested"
         finding.reason = "" if judged else "no knowledge-base hypothesis reads this check"
+        if judged and result.get("status") == "inconclusive":
+            finding.reason = next((item[3].reason for item in judged if item[3].reason
+                                   .startswith("the probe could not tell")), "")
     return Check(finding)
 
 

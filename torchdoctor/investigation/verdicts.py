@@ -78,6 +78,9 @@ def judge(hypothesis: Any, result: Mapping[str, Any] | None, fields: Mapping[str
         if status in FOUND:
             return Judgement("confirmed", "", cited_facts(confirm, result),
                              len(fact_names(confirm)))
+        if status == "inconclusive":
+            return Judgement("inconclusive", "the probe could not tell: "
+                             + (_first_line(result.get("summary")) or "no reason given"))
         return Judgement("inconclusive", f"the probe found nothing wrong ({status}); a check "
                          "that passes confirms nothing")
     return Judgement("inconclusive", "")

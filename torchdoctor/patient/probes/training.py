@@ -488,6 +488,7 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
     optimizer = rep.optimizer if use_own else standard_optimizer(rep)
     losses: list[float] = []
     deadline = time.monotonic() + seconds
+    out_of_time = False
     try:
         for _ in range(max(1, steps)):
             value = loss_value(rep.step()) if use_own else plain_step(rep, optimizer)
@@ -495,7 +496,8 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
                 with torch.no_grad():
                     value = float(rep.loss(rep.forward()))
             losses.append(value)
-            if not finite(value) or time.monotonic() > deadline \
+            out_of_time = time.monotonic() > deadline and len(losses) < steps
+            if not finite(value) or out_of_time \
                     or all(_low(v, losses[0]) for v in losses[-EARLY_STOP:]) \
                     and len(losses) >= EARLY_STOP:
                 break
@@ -512,13 +514,28 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
              "learned": bool(learned), "curve": _downsample(losses), "steps_run": len(losses),
              "used_train_step": use_own,
              "steps_to_fit": _steps_to_fit(initial, final, len(losses)),
-             "patience_steps": PATIENCE * max(1, steps)}
+             "patience_steps": PATIENCE * max(1, steps), "out_of_time": out_of_time}
     if not finite(final):
         return result("fail", f"loss turned {final} after {len(losses)} steps on one batch",
                       facts)
     if learned:
         return result("pass", f"overfits one batch: loss {initial:.4g} → {final:.4g} in "
                       f"{len(losses)} steps", facts)
+    facts["loss_reads_targets"] = _reads_targets(ctx)
+    if facts["loss_reads_targets"] is False:
+        # "Near zero" is the floor of a loss that scores outputs against targets a model
+        # can memorise; a loss that ignores the targets (a likelihood of the inputs, a
+        # self-supervised objective) has its own floor above zero, unknown here.
+        return result("inconclusive", f"the loss does not read the targets, so its floor "
+                      f"is not zero: {initial:.4g} → {final:.4g} after {len(losses)} steps "
+                      "says nothing about whether the step works", facts)
+    if out_of_time:
+        # The claim is about `steps` steps; how far a loss falls in fewer says nothing of
+        # where it goes (the first steps of Adam or of a warm-up move it least), and how
+        # many fit in the time depends on the machine, not on the training.
+        return result("inconclusive", f"ran out of its {seconds:g} s after {len(losses)} of "
+                      f"{steps} steps (loss {initial:.4g} → {final:.4g}), too few to tell a "
+                      "slow fit from a broken step", facts)
     projected = facts["steps_to_fit"]
     if projected is not None and projected <= facts["patience_steps"]:
         return result("warn", f"learns one batch slowly: loss {initial:.4g} → {final:.4g} "
@@ -528,6 +545,31 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
              else "barely falls")
     return result("fail", f"cannot overfit one batch: the loss {moved}, {initial:.4g} → "
                   f"{final:.4g} after {len(losses)} steps", facts)
+
+
+def _reads_targets(ctx: ProbeContext) -> bool | None:
+    """Whether the loss changes when the targets do (None when that cannot be tried).
+
+    Targets are shifted by one (modulo one more class than the largest, for class
+    indices); a loss that raises on the shifted targets reads them too.
+    """
+    targets = ctx.targets
+    if not isinstance(ctx.batch, (tuple, list)) or not isinstance(targets, torch.Tensor) \
+            or targets.numel() == 0 or targets.dtype == torch.bool:
+        return None
+    if targets.is_floating_point():
+        shifted = targets + 1
+    else:
+        shifted = (targets + 1) % (int(targets.max()) + 2)
+    rep = replica(ctx)
+    try:
+        with torch.no_grad():
+            output = rep.forward()
+            same = torch.equal(torch.as_tensor(rep.loss_fn(output, targets)),
+                               torch.as_tensor(rep.loss_fn(output, shifted)))
+    except Exception:  # noqa: BLE001 - refusing the shifted targets is reading them
+        return True
+    return not same
 
 
 @probe("lr_range")
