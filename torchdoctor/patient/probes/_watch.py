@@ -36,6 +36,7 @@ class LoopRecorder:
     model: nn.Module
     events: list[LoopEvent] = field(default_factory=list)
     eval_sites: list[dict] = field(default_factory=list)
+    eval_step_sites: list[dict] = field(default_factory=list)  # the step's line for each
     call: int = 0
 
     def kinds(self) -> list[str]:
@@ -74,13 +75,14 @@ def watch_loop(model: nn.Module, optimizer: torch.optim.Optimizer | None
     own = {id(m) for m in model.modules()}
 
     def train(self: nn.Module, mode: bool = True) -> nn.Module:
-        # eval() on the model or on any part of it, noted at the train_step's own line:
-        # a helper called from the step (a validation) that leaves eval mode on is
-        # undone there.
+        # eval() on the model or on any part of it: where it was called, and the line of
+        # the train_step that led there, where a helper (a validation) that leaves eval
+        # mode on has to be followed by train().
         if not mode and id(self) in own:
-            site = outer_user_frame(2)
+            site = user_frame(2)
             if site is not None:
                 recorder.eval_sites.append(site)
+                recorder.eval_step_sites.append(outer_user_frame(2) or site)
         return original_train(self, mode)
 
     def wrap(owner: Any, name: str, kind: str) -> None:

@@ -94,6 +94,7 @@ def weights_update(ctx: ProbeContext) -> dict:
         "step_calls": len(loop.of("step")),
         "reasons": dict(list(reasons.items())[:MAX_LISTED]),
         "used_train_step": ctx.train_step is not None,
+        "optimizer_built_at": None,
     }
     if not stuck:
         note = f" ({len(frozen)} frozen by requires_grad=False)" if frozen else ""
@@ -169,7 +170,8 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
         answer = result("fail", f"training runs with {what or 'the whole model'} in eval "
                         "mode: dropout is off and batch-norm statistics are frozen", facts,
                         location(module=module, op="eval", site=site))
-        answer["fix_at"] = site  # the step's line that switched to eval mode
+        # The step's own line that led to eval(): train mode is restored after it.
+        answer["fix_at"] = loop.eval_step_sites[-1] if loop.eval_step_sites else None
         return answer
     if not backwards:
         return result("warn", "train_step never called backward()", facts)
@@ -514,7 +516,8 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
              "learned": bool(learned), "curve": _downsample(losses), "steps_run": len(losses),
              "used_train_step": use_own,
              "steps_to_fit": _steps_to_fit(initial, final, len(losses)),
-             "patience_steps": PATIENCE * max(1, steps), "out_of_time": out_of_time}
+             "patience_steps": PATIENCE * max(1, steps), "out_of_time": out_of_time,
+             "loss_reads_targets": None}
     if not finite(final):
         return result("fail", f"loss turned {final} after {len(losses)} steps on one batch",
                       facts)
