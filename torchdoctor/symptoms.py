@@ -5,11 +5,22 @@ here: read the numbers out of the sentence into the same fields templates
 and derived facts use (``loss``, ``classes``, ``epoch``, ``step``, ``lr``,
 ``num_workers``, ``accuracy``), and find the entries whose ``symptoms:``
 regexes (case-insensitive) match the sentence.
+
+A description often says more with its numbers than with its words, and the
+numbers read the same in any language: a log whose loss sits at 2.303 is a
+ten-class model that learns nothing, whether the sentence around it says
+"stuck", "bleibt" or "一直不下降". ``readings`` turns what the numbers and
+identifiers say into the plain phrases people use ("loss stuck at ln(10)",
+"loss tensor accumulated without .item()"), and the symptom regexes read
+those phrases beside the text, so one regex serves both.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +37,8 @@ _COUNT = r"\b(\d{1,9})"
 # "loss is nan at step 0").
 _GAP = (r"(?:(?!\b(?:after|for|every|within|by|steps?|epochs?|iter|iterations?|batch)\b)"
         r"[^0-9\n;]){0,30}?")
-_NOT_A_COUNT = r"(?!\.?\d|\s*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
+# What follows a number on its own line says nothing about it ("loss = 2.30\nepoch 1").
+_NOT_A_COUNT = r"(?!\.?\d|[ \t]*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
 
 # Each field is read by the first of its patterns that matches.
 _FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
@@ -69,6 +81,101 @@ def extract_numbers(text: str) -> dict[str, str]:
     return found
 
 
+# --- readings: what the numbers and identifiers say -----------------------------
+
+# Every number a loss label gives, in logs ("loss: 0.70", "[loss]: 4.99", "loss = 2.30",
+# "Loss [100, 200](epoch, minibatch):  1.72") and sentences ("loss 1.386").
+_LOSS_VALUE = re.compile(
+    r"\bloss(?:es)?\b[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?" + _GAP + _NUMBER + _NOT_A_COUNT,
+    re.IGNORECASE,
+)
+# Class counts people train on: small heads, ImageNet-style heads, and the vocabularies
+# of common tokenizers (BERT 30522, bert-base-chinese 21128, LLaMA 32000, GPT-2 50257,
+# LLaMA-3 128256, Qwen 151936). ln C of these is the loss of a uniform guess.
+COMMON_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 100, 1000, 21128, 30522, 32000, 50257,
+                  128256, 151936)
+# A plateau wobbles around its value by a few hundredths; a logged value is rounded.
+_LN_TOLERANCE = 0.025
+_LN_RELATIVE = 0.005
+_FLAT_SPREAD = 0.015
+# The last losses a log reports say where training is now; a falling curve that
+# passed ln C on its way down has most of them elsewhere.
+_RECENT_LOSSES = 8   # relative spread of three or more losses that "do not move"
+# Learning rates someone compared (0.1 against 0.001), not a scheduler's log of slowly
+# decaying values (0.0097, 0.0094, 0.0091, ...): a few values, at least 3x apart.
+_MAX_RATES_COMPARED = 4
+_RATES_APART = 3.0
+_LR_VALUE = re.compile(
+    r"\b(?:lr|learning[ _]rate)\b\s*(?:=|:|of|is|to|set to|at)?\s*"
+    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.])",
+    re.IGNORECASE,
+)
+# A loss tensor added to a running total, not its Python number: the graph of every
+# step stays alive ("total_loss += loss", "epoch_loss += loss[0]" at a line's end).
+_LOSS_ACCUMULATED = re.compile(
+    r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#]|$)", re.IGNORECASE)
+
+
+def learning_rates(text: str) -> list[float]:
+    """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001")."""
+    return [float(found.group(1)) for found in _LR_VALUE.finditer(bounded(text))]
+
+
+def loss_values(text: str) -> list[float]:
+    """Every loss a text reports, in order."""
+    values = []
+    for found in _LOSS_VALUE.finditer(bounded(text)):
+        try:
+            values.append(float(found.group(1)))
+        except ValueError:
+            continue
+    return values
+
+
+def _chance_classes(loss: float, classes: int | None) -> int | None:
+    """The class count C whose ln C the loss sits at, or None."""
+    candidates = (classes,) if classes and classes > 1 else COMMON_CLASSES
+    for count in candidates:
+        target = math.log(count)
+        if abs(loss - target) <= max(_LN_TOLERANCE, _LN_RELATIVE * target):
+            return count
+    return None
+
+
+def readings(text: str) -> list[str]:
+    """What a description's numbers and identifiers say, as the phrases people write.
+
+    - most of the last losses it reports sit at ln C, the loss of a uniform guess over
+      C classes (C read from the text, else the usual class counts and vocabularies);
+    - three or more losses that do not move (within 1.5 %);
+    - a few learning rates named, at least 3x apart (someone compared them);
+    - a loss tensor added to a running total without ``.item()``.
+    """
+    text = bounded(text)
+    said: list[str] = []
+    recent = [value for value in loss_values(text) if value > 0][-_RECENT_LOSSES:]
+    if recent:
+        typical = statistics.median(recent)
+        classes = extract_numbers(text).get("classes")
+        count = _chance_classes(typical, int(classes) if classes else None)
+        near = sum(_chance_classes(value, count) == count for value in recent) if count else 0
+        if count is not None and near * 2 > len(recent):
+            said.append(f"loss stuck at ln({count}), a uniform guess over {count} classes")
+        if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:
+            said.append(f"loss stuck at {typical:g}")
+    rates = {rate for rate in learning_rates(text) if rate > 0}
+    if 2 <= len(rates) <= _MAX_RATES_COMPARED and max(rates) >= _RATES_APART * min(rates):
+        said.append("several learning rates tried")
+    if _LOSS_ACCUMULATED.search(text):
+        said.append("loss tensor accumulated without .item()")
+    return said
+
+
+# A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
+_LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0,3}[:=]?[ \t]{0,3}"
+                          r"(?:[-+]?\d|nan\b|inf\b))", re.IGNORECASE)
+
+
 @dataclass
 class SymptomMatch:
     """An entry whose symptom regexes matched, and how well."""
@@ -92,6 +199,35 @@ def symptom_regexes(entry: object) -> list[object]:
     return list(getattr(entry, "symptoms", None) or [])
 
 
+@functools.lru_cache(maxsize=4096)
+def phrases(regex: str) -> tuple[str, ...]:
+    """The top-level alternatives of a symptom regex, each a phrase of its own.
+
+    ``a|b`` written as one regex says as much as ``a`` and ``b`` written as two: an
+    entry that packs its phrases into one alternation must not score a full share
+    of its symptoms whichever single phrase a text happens to hit.
+    """
+    branches, depth, start, escaped, in_class = [], 0, 0, False, False
+    for position, char in enumerate(regex):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(regex[start:position])
+            start = position + 1
+    branches.append(regex[start:])
+    return tuple(branches) if all(b.strip() for b in branches) else (regex,)
+
+
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
@@ -100,22 +236,39 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """
     results: list[SymptomMatch] = []
     seen = bounded(text)
+    said = readings(seen)
+    if said:
+        seen = seen + "\n" + "\n".join(said)
+    # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those
+    # are read as words too, so a phrase about the loss finds "mask_loss" as "mask loss".
+    words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
+        "_" in seen) else None
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
             continue
         matched: list[str] = []
         captured: dict[str, str] = {}
-        matched_chars = 0
+        matched_chars = total = 0
         for regex in regexes:
-            compiled = _compile(regex)
-            found = compiled.search(seen) if compiled else None
-            if found:
-                matched.append(compiled.pattern)
+            branches = phrases(str(getattr(regex, "regex", regex)))
+            total += len(branches)
+            if len(branches) > 1 and (whole := _compile(regex)) is not None and not (
+                    whole.search(seen) or (words and whole.search(words))):
+                continue  # one search settles a miss; branches are only read on a hit
+            hits = [(branch, found) for branch in branches
+                    if (compiled := _compile(branch)) is not None
+                    and (found := compiled.search(seen) or (
+                        words and compiled.search(words))) is not None]
+            if hits:
+                # One phrase of the alternation counts, the longest hit: an entry's
+                # phrases that all say the same thing in other words are one symptom.
+                branch, found = max(hits, key=lambda hit: len(hit[1].group(0)))
+                matched.append(branch)
                 matched_chars += len(found.group(0))
                 captured.update({k: v for k, v in found.groupdict().items() if v is not None})
         if matched:
             specificity = matched_chars / (matched_chars + 20)
-            results.append(SymptomMatch(entry, matched, len(regexes), specificity, captured))
+            results.append(SymptomMatch(entry, matched, total, specificity, captured))
     results.sort(key=lambda m: (-len(m.matched), -m.specificity, str(getattr(m.entry, "id", ""))))
     return results

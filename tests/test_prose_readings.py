@@ -1,0 +1,127 @@
+"""Prose symptoms are read by their numbers and identifiers, whatever the language.
+
+`symptoms.readings` turns what a description's numbers say into the phrases
+people write (a loss log hovering at 2.30 is "loss stuck at ln(10)"); the
+knowledge base's symptom regexes read those phrases beside the text. The
+second half runs whole descriptions, in the forms people paste them, through
+`diagnose` with the shipped knowledge base.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.match import diagnose
+from torchdoctor.symptoms import extract_numbers, learning_rates, loss_values, readings
+
+KB = load_knowledge(include_user=False, use_cache=False, report=False)
+
+FLAT_AT_LN10 = """epoch 0 loss = 2.3081
+epoch 1 loss = 2.2979
+epoch 2 loss = 2.3054
+epoch 3 loss = 2.3027
+"""
+FALLING = """epoch 0 loss = 2.3081
+epoch 1 loss = 1.2140
+epoch 2 loss = 0.6311
+epoch 3 loss = 0.4020
+"""
+
+
+def test_loss_log_values_are_read_in_log_and_sentence_forms():
+    text = ("step 17 loss: 0.700079\n[loss]: 4.99\nLoss [100, 200](epoch, minibatch):  1.72\n"
+            "the loss 1.386 after 3 steps")
+    assert loss_values(text) == [0.700079, 4.99, 1.72, 1.386]
+
+
+def test_a_number_at_the_end_of_a_log_line_belongs_to_its_label_not_the_next_line():
+    assert extract_numbers(FLAT_AT_LN10)["loss"] == "2.3081"
+    assert loss_values("loss at step 5 is 2.3") == []
+
+
+def test_a_loss_hovering_at_ln_10_reads_as_a_uniform_guess():
+    said = readings(FLAT_AT_LN10)
+    assert "loss stuck at ln(10), a uniform guess over 10 classes" in said
+    assert any(line.startswith("loss stuck at 2.30") for line in said)
+
+
+def test_a_falling_loss_that_passed_ln_c_is_not_stuck():
+    assert readings(FALLING) == []
+
+
+def test_the_class_count_the_text_gives_wins_over_the_usual_ones():
+    text = "7 classes, and the loss stays near 1.946 for every batch: loss 1.946, loss 1.944"
+    assert "loss stuck at ln(7), a uniform guess over 7 classes" in readings(text)
+
+
+def test_a_language_model_at_ln_of_its_vocabulary_is_read():
+    text = "iter 100 loss 10.8241\niter 200 loss 10.8302\niter 300 loss 10.8195\n"
+    assert "loss stuck at ln(50257), a uniform guess over 50257 classes" in readings(text)
+
+
+def test_learning_rates_compared_but_not_a_schedulers_log():
+    assert "several learning rates tried" in readings("lr=0.1 gives nan, lr=0.001 trains")
+    log = "Epoch 1, lr = 0.009699\nEpoch 2, lr = 0.009398\nEpoch 3, lr = 0.009095\n"
+    assert learning_rates(log) == [0.009699, 0.009398, 0.009095]
+    assert "several learning rates tried" not in readings(log)
+
+
+@pytest.mark.parametrize("line", ["total_loss += loss\n", "epoch_loss += loss[0]\n",
+                                  "running += loss_dict[key]`"])
+def test_a_loss_tensor_summed_into_a_total_is_read(line):
+    assert "loss tensor accumulated without .item()" in readings(line)
+
+
+def test_summing_the_python_number_is_not_a_leak():
+    assert readings("total_loss += loss.item()\n") == []
+
+
+def top(text: str) -> str | None:
+    diagnosis = diagnose(text, KB)
+    return diagnosis.matches[0].entry.id if diagnosis.matches else None
+
+
+# A description in the form people paste it, and the entry a right diagnosis ranks first.
+DESCRIPTIONS = [
+    # a log with no words about it: only the numbers say "not learning"
+    (FLAT_AT_LN10, "training.loss_constant"),
+    ("跑了 50 个 epoch，loss 一直不下降，还是 2.30 左右", "training.loss_constant"),
+    ("Desde la época 3 la loss se queda en 2.98 y no baja.", "training.loss_constant"),
+    ("Nach 20 Epochen:\nloss: 0.6931\nloss: 0.6929\nloss: 0.6934\n", "training.loss_constant"),
+    # NaN: the learning rate is the cause only when the text names it as the lever
+    ("Switched the model to fp16 with autocast; now the loss is nan after a few hundred steps.",
+     "numerics.nan_loss"),
+    ("The loss is NaN at step 0, before any update.", "numerics.nan_loss"),
+    ("With lr 0.1 the loss becomes nan; with 0.001 it trains fine.", "training.lr_too_high"),
+    ("The loss explodes after a few epochs; lowering the learning rate fixed it.",
+     "training.lr_too_high"),
+    # memory
+    ("GPU memory keeps going up during validation until it runs out.", "memory.growing"),
+    ("```\nfor x, y in loader:\n    running_loss += loss\n```\nhost RAM climbs every epoch",
+     "memory.growing"),
+    ("训练时显存一直往上涨，几个 epoch 之后程序就崩了", "memory.growing"),
+    ("nvidia-smi still shows 900MiB after del model and torch.cuda.empty_cache()",
+     "memory.cuda_context_reserved"),
+    # gradients
+    ("The grad norm keeps getting bigger every step until it is inf.",
+     "numerics.exploding_gradients"),
+    ("clip_grad_norm_ returns nan and the parameters become nan after the step",
+     "numerics.clip_nonfinite"),
+]
+
+
+@pytest.mark.parametrize(("text", "entry"), DESCRIPTIONS, ids=[d[1] + ":" + d[0][:30]
+                                                                 for d in DESCRIPTIONS])
+def test_descriptions_rank_the_entry_that_explains_them(text, entry):
+    assert top(text) == entry
+
+
+@pytest.mark.parametrize("text", [
+    "I call model.eval() before validation and model.train() after it; accuracy is 91%.",
+    "The data is shuffled every epoch and accuracy reaches 0.95.",
+    "CrossEntropyLoss is used for training; at inference I take a softmax of the logits.",
+])
+def test_a_mere_mention_of_a_right_practice_is_not_its_failure(text):
+    assert top(text) not in {"training.eval_mode_left_on", "training.shuffle_off",
+                             "training.softmax_into_cross_entropy"}
