@@ -251,6 +251,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "lr_zero",
                 "not_in_optimizer",
                 "not_in_optimizer_count",
+                "optimizer_built_at",
                 "frozen_count",
                 "step_called",
                 "step_calls",
@@ -306,6 +307,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "sigmoid_before_bce_logits",
                 "loss_functions",
                 "head_module",
+                "output_floor_before_sigmoid",
+                "output_made_by",
             ),
         ),
         ProbeSpec(
@@ -327,6 +330,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "used_train_step",
                 "steps_to_fit",
                 "patience_steps",
+                "out_of_time",
+                "loss_reads_targets",
             ),
         ),
         ProbeSpec(

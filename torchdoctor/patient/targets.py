@@ -239,8 +239,11 @@ def load_harness(spec: str) -> ProbeContext:
     factory = getattr(module, name)
     if not callable(factory):
         raise TargetError(f"{target}:{name} is a {type(factory).__name__}, not a callable")
+    from torchdoctor.patient.built_at import noting_optimizers
+
     try:
-        parts = factory()
+        with noting_optimizers():
+            parts = factory()
     except BaseException as exc:  # noqa: BLE001 — any exception of the user's is theirs
         raise UserCodeError(exc) from None
     return context_from_parts(parts, f"{target}:{name}")
