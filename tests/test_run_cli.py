@@ -58,8 +58,8 @@ def test_text_says_what_and_where():
     assert any(line.startswith("  where: module fc") and "linear_mismatch.py:19" in line
                for line in lines)
     end = lines.index(next(line for line in lines if line.startswith("testing ")))
-    assert lines[4:end] == ["  1. Linear layer receives the wrong number of features"
-                            " (shape.linear_in_features)"], "the ranked causes, before any test"
+    ranked = "  1. Linear layer receives the wrong number of features (shape.linear_in_features)"
+    assert lines[4:end] == [ranked], "the ranked causes, before any test"
     assert len(lines) < 18
 
 

@@ -21,7 +21,8 @@ class KnowledgeAhead:
         self._dirs = tuple(kb_dirs)
         self._kb: Any = None
         self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._load, name="knowledge-ahead", daemon=True)
+        # Not a daemon: a run that ends first still lets it finish writing the cache.
+        self._thread = threading.Thread(target=self._load, name="knowledge-ahead")
         self._thread.start()
 
     def _load(self) -> None:

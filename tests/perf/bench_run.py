@@ -6,7 +6,10 @@ seconds, ``run`` shows its verdict in at most 1.5x the time plain
 
 What is timed, from the moment the process is started (wall clock):
 
-- plain: ``python SCRIPT`` until it exits with its traceback;
+- plain: ``python SCRIPT`` until its traceback is printed (the last line of
+  its stderr arrives), and until the process has exited (torch's teardown
+  after the traceback makes that later); the target is judged against the
+  earlier of the two;
 - verdict: ``torchdoctor run --no-tui SCRIPT`` until the person can read the
   first verdict: the script's own output, the error and the user line that
   raised it, and the causes the knowledge base ranks for that traceback,
@@ -62,14 +65,18 @@ def environment(sessions: str) -> dict[str, str]:
             "PYTHONUNBUFFERED": "1"}
 
 
-def plain(script: str, env: dict[str, str]) -> tuple[float, str]:
-    """Seconds to the crash, and the error line Python printed last."""
+def plain(script: str, env: dict[str, str]) -> dict:
+    """``python SCRIPT``: when its traceback's last line was printed, when it exited, and
+    that line (the error)."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, script], capture_output=True, text=True,
-                          cwd=ROOT, env=env, check=False)
-    seconds = time.perf_counter() - started
-    lines = done.stderr.strip().splitlines()
-    return seconds, lines[-1] if lines else ""
+    process = subprocess.Popen([sys.executable, script], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, cwd=ROOT, env=env, text=True)
+    last, shown = "", None
+    for line in process.stderr:  # stderr is line-buffered: each line comes as printed
+        if line.strip():
+            last, shown = line.strip(), time.perf_counter() - started
+    process.wait()
+    return {"shown": shown, "exit": time.perf_counter() - started, "error": last}
 
 
 def import_torch(env: dict[str, str]) -> float:
@@ -154,18 +161,19 @@ def main() -> int:
     for _ in range(args.rounds):
         floor.append(import_torch(env))
         for script in args.scripts:
-            seconds, error_line = plain(script, env)
+            python = plain(script, env)
             text = run_text(script, env)
             record = best[script]
-            record["plain"] = min(record.get("plain", seconds), seconds)
-            record["full"] = min(record.get("full", text["full"]), text["full"])
+            for key, seconds in (("plain", python["exit"]), ("shown", python["shown"]),
+                                 ("full", text["full"])):
+                record[key] = min(record.get(key, seconds), seconds)
             if text["verdict"] is None:
                 problems.append(f"{script}: no verdict line in\n  " + "\n  ".join(text["lines"]))
                 continue
             record["verdict"] = min(record.get("verdict", text["verdict"]), text["verdict"])
-            if not same_error(error_line, text["raised"]):
+            if not same_error(python["error"], text["raised"]):
                 problems.append(f"{script}: the verdict names {text['raised']!r}, python"
-                                f" printed {error_line!r}")
+                                f" printed {python['error']!r}")
             record["confirmed"] = text["confirmed"]
     for script in args.scripts:
         best[script]["json"] = run_json(script, env)
@@ -175,20 +183,24 @@ def main() -> int:
     print("  verdict = the script's output, the error and its line, the ranked causes;"
           " after it come the probes' verdicts and the session's verified repro (full)")
     print(f"  python -c 'import torch' (the floor both pay): {min(floor):.2f} s")
-    ratios, full_ratios = [], []
+    ratios, strict, full_ratios = [], [], []
     for script in args.scripts:
         record = best[script]
         if "verdict" not in record:
             continue
-        ratio, full_ratio = record["verdict"] / record["plain"], record["full"] / record["plain"]
-        ratios.append(ratio)
-        full_ratios.append(full_ratio)
-        print(f"  {script}: plain {record['plain']:.2f} s, verdict {record['verdict']:.2f} s"
-              f" ({ratio:.2f}x), full {record['full']:.2f} s ({full_ratio:.2f}x)"
+        ratios.append(record["verdict"] / record["plain"])
+        strict.append(record["verdict"] / record["shown"])
+        full_ratios.append(record["full"] / record["plain"])
+        print(f"  {script}: python {record['shown']:.2f} s to its traceback,"
+              f" {record['plain']:.2f} s to its exit; run: verdict {record['verdict']:.2f} s"
+              f" ({strict[-1]:.2f}x the traceback, {ratios[-1]:.2f}x the exit),"
+              f" full {record['full']:.2f} s ({full_ratios[-1]:.2f}x the exit)"
               f"{', cause confirmed' if record.get('confirmed') else ', nothing confirmed'}")
-    worst = max(ratios) if ratios else float("inf")
-    print(f"overall: verdict {worst:.2f}x at worst, {sum(ratios) / max(len(ratios), 1):.2f}x"
-          f" mean (target <= {TARGET}x); full run {max(full_ratios, default=0):.2f}x at worst")
+    worst = max(strict) if strict else float("inf")
+    print(f"overall: verdict {worst:.2f}x python's traceback at worst,"
+          f" {sum(strict) / max(len(strict), 1):.2f}x mean (target <= {TARGET}x);"
+          f" {max(ratios, default=0):.2f}x python's exit at worst;"
+          f" full run {max(full_ratios, default=0):.2f}x python's exit at worst")
     print("where the time goes (one run --no-tui --json per script):")
     for script in args.scripts:
         for line in profile(script, best[script]["json"]):

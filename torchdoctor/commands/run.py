@@ -68,16 +68,16 @@ def run(args: argparse.Namespace) -> int:
 
     timeline = Timeline()
     script = os.path.abspath(args.script)
-    # Spawned first, so its torch import runs while the doctor opens the session and
-    # reads the knowledge base (in a thread, on until the script has failed).
+    # Spawned first, so its torch import runs while the doctor reads the knowledge base
+    # (in a thread, which the script's run leaves time for) and opens the session.
     client = PatientClient.spawn(budget=args.probe_timeout)
     with client:
+        knowledge = KnowledgeAhead(getattr(args, "kb", None) or ())
         from torchdoctor.recording import finish_run, start_run
 
         # Opened before the script runs and written as it happens: a kill leaves the session.
         session = None if args.no_session else start_run(args.script, args.args)
         timeline.mark("session_opened")
-        knowledge = KnowledgeAhead(getattr(args, "kb", None) or ())
         try:
             client.wait_ready()
         except PatientError as exc:
