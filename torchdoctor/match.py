@@ -460,6 +460,8 @@ def render_hypotheses(entry: object, fields: dict) -> list[dict]:
             if probe_name else None,
             "confirm": list(_value(hypothesis, "confirm") or []),
             "reject": list(_value(hypothesis, "reject") or []),
+            "explained_by": list(_value(hypothesis, "explained_by") or []),
+            "excludes": list(_value(hypothesis, "excludes") or []),
             "fix": {
                 "summary": fill_prose(_value(fix, "summary"), fields),
                 "before": fill(_value(fix, "before"), fields),

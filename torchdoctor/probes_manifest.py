@@ -251,6 +251,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "lr_zero",
                 "not_in_optimizer",
                 "not_in_optimizer_count",
+                "optimizer_built_at",
                 "frozen_count",
                 "step_called",
                 "step_calls",
@@ -306,6 +307,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "sigmoid_before_bce_logits",
                 "loss_functions",
                 "head_module",
+                "output_floor_before_sigmoid",
+                "output_made_by",
             ),
         ),
         ProbeSpec(
@@ -327,6 +330,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "used_train_step",
                 "steps_to_fit",
                 "patience_steps",
+                "out_of_time",
+                "loss_reads_targets",
             ),
         ),
         ProbeSpec(
@@ -453,7 +458,9 @@ PROBES: dict[str, ProbeSpec] = {
                 "raised_at", "fix_at", "why", "write_kind", "write_op", "written_param",
                 "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
                 "operands", "offending_argument", "made_noncontiguous_at", "cut_by", "chain",
-                "recording_tail",
+                "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
+                "carried_shape", "made_at", "read_at", "input_shape", "size_set_at", "odd_shape",
+                "common_shape", "channels_expected", "channels_got", "data_source",
             ),
         ),
         ProbeSpec(
