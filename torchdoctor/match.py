@@ -556,7 +556,13 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
             candidate.reason += f"; {len(best) - 1} other entries matched too"
             named = called & _entry_ops(candidate.entry)
-            if named:
+            in_loader = getattr(candidate.entry, "category", "") == "dataloader"
+            if called and in_loader and phase != "data_loading":
+                # The user's own line called the op and no frame is the DataLoader's:
+                # the sizes met in that call, not in default_collate.
+                candidate.score = round(candidate.score - OP_BONUS, 4)
+                candidate.reason += "; the raising line is the user's own, outside data loading"
+            elif named:
                 candidate.score = round(candidate.score + OP_BONUS, 4)
                 candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
     return list(best.values())
@@ -573,6 +579,26 @@ def _ops_called(code: str | None) -> set[str]:
         return set()
     return {"matmul" if found.group(2) else found.group(1).lower()
             for found in _CALLED.finditer(code[:500])}
+
+
+# Code a paste shows without frames: an inline `span`, a REPL line, or an indented
+# line such as the source line Python prints above the error.
+_SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$", re.MULTILINE)
+
+
+_LOADER_SHOWN = re.compile(r"torch[/\\]+utils[/\\]+data[/\\]|\bdefault_collate\b|"
+                           r"\bin DataLoader worker process\b")
+
+
+def _raising_code(parsed: object, text: str) -> str | None:
+    """The user's line that raised: the last user frame's code, or, in a paste with
+    no frames at all, the code it shows (the line quoted above the message, the
+    statement named in the prose) — where the user says the error came from."""
+    user_frame = _value(parsed, "user_frame")
+    if user_frame is not None or _value(parsed, "frames"):
+        return _value(user_frame, "code")
+    shown = [a or b for a, b in _SHOWN_CODE.findall(text[-4000:])]
+    return "\n".join(shown) or None
 
 
 def _entry_ops(entry: object) -> set[str]:
@@ -675,9 +701,13 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             links.append(_Link(None, _WARNING_LINE.sub("", tail), 1.0))
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
-        user_frame = _value(parsed, "user_frame")
-        candidates = (_match_patterns(index, links, phase, _value(user_frame, "code"))
-                      or _match_patterns(index, links, phase, _value(user_frame, "code"),
+        if phase is None and _LOADER_SHOWN.search(tail):
+            # Frames in a form the parser does not read (IPython's, a quoted path)
+            # still show the DataLoader's own code.
+            phase = "data_loading"
+        code = _raising_code(parsed, tail)
+        candidates = (_match_patterns(index, links, phase, code)
+                      or _match_patterns(index, links, phase, code,
                                          any_case=True))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
