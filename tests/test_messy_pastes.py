@@ -458,3 +458,40 @@ def test_a_kernel_assertion_whose_backticks_markdown_ate_is_still_the_cause(kb):
     assert line["assertion"] == "t >= 0 && t < n_classes"
     assert line["text"].endswith("Assertion `t >= 0 && t < n_classes` failed.")
     assert top(paste, kb) == "index.nll_target_assert"
+
+
+# torch < 1.0 re-raised a worker's failure in the main process as its type with the
+# worker's formatted traceback as the message.
+OLD_WORKER_RERAISE = """\
+Traceback (most recent call last):
+  File "extract.py", line 52, in <module>
+    for step, (clips, labels) in enumerate(loader):
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 286, in __next__
+    return self._process_next_batch(batch)
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 307, in _process_next_batch
+    raise batch.exc_type(batch.exc_msg)
+KeyError: Traceback (most recent call last):
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 57, in _worker_loop
+    samples = collate_fn([dataset[i] for i in batch_indices])
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 57, in <listcomp>
+    samples = collate_fn([dataset[i] for i in batch_indices])
+  File "/home/lab/clips.py", line 31, in __getitem__
+    label = self.names[path.split('/')[-2]]
+KeyError: 'walking'
+"""
+
+
+def test_torch_04s_worker_re_raise_is_read_as_the_workers_traceback():
+    parsed = parse_traceback(OLD_WORKER_RERAISE)
+    assert (parsed.type, parsed.message) == ("KeyError", "'walking'")
+    assert parsed.user_frame.function == "__getitem__"
+    assert parsed.phase == "data_loading"
+    assert [link.relation for link in parsed.chain] == [None, "cause"]
+
+
+def test_a_cut_worker_re_raise_keeps_its_type_and_frames_but_invents_no_message():
+    cut = OLD_WORKER_RERAISE.rsplit("  File \"/home/lab", 1)[0]
+    parsed = parse_traceback(cut)
+    assert (parsed.type, parsed.message) == ("KeyError", "")
+    assert [frame.function for frame in parsed.frames] == ["_worker_loop", "<listcomp>"]
+    assert parsed.phase == "data_loading"

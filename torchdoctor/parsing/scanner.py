@@ -28,6 +28,8 @@ WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
 SPAWN_WRAPPER = re.compile(r"-- Process \d{1,9} terminated with the following error:")
 CPP_LINE = re.compile(r"(?:frame #\d+: |#\d+ |Exception raised from |C\+\+ CapturedTraceback:)")
 WARNING_LINE = re.compile(r"\S.*:\d+: \w*Warning: ")
+# The message of torch < 1.0's re-raise of a worker's error: the worker's traceback.
+REPRINTED = TRACEBACK_HEADER + ":"
 PROGRESS_BAR = re.compile(r"(?<!\d)\d{1,3}%\|")
 LONGEST_MESSAGE_LINES = 1_000
 SKIPPED_FRAME_LINES = ("[Previous line repeated", "...<", "[... skipping")
@@ -135,6 +137,9 @@ class TracebackScanner:
             inner_start = self._worker_traceback(link, index) if complete else None
             if inner_start is not None:
                 inner, index, complete = self._read_one(inner_start, result)
+                if inner.type is None:
+                    # Cut before its own exception line: the re-raise names the type.
+                    inner.type, inner.full_type = link.type, link.full_type
                 inner.relation, link.relation = link.relation, "cause"
                 result.worker_link = len(result.links)
                 result.links.append(inner)
@@ -166,6 +171,9 @@ class TracebackScanner:
         under it, or mp.spawn's ``-- Process 0 terminated with the following error:``."""
         if index >= self.count:
             return None
+        if link.message == REPRINTED:
+            link.message = ""
+            return index
         if WORKER_WRAPPER.fullmatch(link.message.split("\n", 1)[0].strip()):
             header = self.texts[index].strip()
             return index if header.startswith("Original " + TRACEBACK_HEADER) else None
@@ -219,6 +227,12 @@ class TracebackScanner:
             exception = read_exception_line(stripped, strict=not frames)
             if exception:
                 full_type, first = exception
+                if first.strip().rstrip(":") == TRACEBACK_HEADER:
+                    # torch < 1.0 re-raised a worker's error as its type with the
+                    # worker's whole traceback as the message: the frames follow.
+                    link = ChainLink(type=short_type(full_type), message=REPRINTED,
+                                     frames=frames, full_type=full_type)
+                    return link, index + 1, True
                 message, index = self.read_message(index + 1, first, indent, result)
                 link = ChainLink(type=short_type(full_type), message=message, frames=frames,
                                  full_type=full_type)
