@@ -492,6 +492,21 @@ def test_older_wordings_compare_with_each_shape_as_one_value():
     assert (match.entry.id, int(match.score)) == ("shape.conv_rank", int(TIER_MESSAGE))
 
 
+def test_a_message_cut_short_names_an_older_wording_only_when_it_holds_a_phrase_of_it():
+    assert_ = entry("index.device_assert", patterns=[(None, r"never matches this")], messages=[
+        "cuda runtime error (59) : device-side assert triggered at /pytorch/aten/src/THC/"
+        "generic/THCTensorMath.cu:26"])
+    oom = entry("memory.cuda_oom", patterns=[(None, r"never matches this")], messages=[
+        "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58"])
+    entries = kb(assert_, oom)
+    # Where the page cut it, any old CUDA message begins like this: it names none.
+    assert diagnose("RuntimeError: cuda runtime error (\n", entries).matches == []
+    assert diagnose("loss.backward() fails with: out of memory\n", entries).matches == []
+    [match] = diagnose("RuntimeError: cuda runtime error (59) : device-side assert trigg\n",
+                       entries).matches
+    assert (match.entry.id, int(match.score)) == ("index.device_assert", int(TIER_MESSAGE))
+
+
 def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wording():
     kernel = entry("shape.kernel_large", patterns=[("RuntimeError", (
         r"Calculated padded input size per channel: \((?P<size>\d+)\)\. "

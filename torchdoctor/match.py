@@ -649,7 +649,7 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
     normalised = [_normalise(text) for text in texts if text]
     best: dict[str, _Candidate] = {}
     for message in index.messages:
-        if message.normalised and any(message.normalised in text or text in message.normalised
+        if message.normalised and any(message.normalised in text or _covers(text, message)
                                       for text in normalised if len(text) >= 12):
             specificity = len(message.normalised) / (len(message.normalised) + 40)
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
@@ -668,6 +668,14 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             _keep_best(best, _Candidate(pattern.entry, score,
                                         "the fixed wording of a pattern matched", {}))
     return list(best.values())
+
+
+def _covers(text: str, message: _CompiledMessage) -> bool:
+    """Whether a message cut short is this older wording: it lies inside it and is a
+    phrase of its own (``FRAGMENT_LITERAL`` characters) or most of it. "cuda runtime
+    error (" or "out of memory" lie inside many stored messages and name none of them."""
+    return text in message.normalised and (len(text) >= FRAGMENT_LITERAL
+                                           or 2 * len(text) >= len(message.normalised))
 
 
 def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
