@@ -495,3 +495,21 @@ def test_a_cut_worker_re_raise_keeps_its_type_and_frames_but_invents_no_message(
     assert (parsed.type, parsed.message) == ("KeyError", "")
     assert [frame.function for frame in parsed.frames] == ["_worker_loop", "<listcomp>"]
     assert parsed.phase == "data_loading"
+
+
+@pytest.mark.parametrize(("paste", "entry"), [
+    ("My segmentation run dies after a few epochs with RuntimeError: CUDA error: device-side "
+     "assert triggered, and the kernel says its check \"input_val >= zero && input_val <= one\" "
+     "did not hold while computing the BCE loss.\n", "numerics.bce_input_range"),
+    ("Классификатор падает: RuntimeError: CUDA error: device-side assert triggered. "
+     "В логе ядра условие `t >= 0 && t < n_classes` не выполнено.\n", "index.nll_target_assert"),
+])
+def test_a_kernel_condition_retold_in_the_prose_names_the_cause_of_a_device_assert(
+        kb, paste, entry):
+    assert top(paste, kb) == entry
+
+
+def test_a_comparison_quoted_in_prose_is_no_assertion_without_a_device_assert(kb):
+    paste = ("I check \"loss >= 0\" before stepping, yet RuntimeError: CUDA out of memory. "
+             "Tried to allocate 20.00 MiB\n")
+    assert top(paste, kb) == "memory.cuda_oom"

@@ -55,6 +55,7 @@ from torchdoctor import facts as derived_facts
 from torchdoctor import private_cache, similar, symptoms
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.parsing.extras import quoted_conditions
 from torchdoctor.raised_by import raised_by
 
 try:  # Python 3.11+
@@ -490,12 +491,17 @@ class _Link:
     is_assertion: bool = False
 
 
-def _links(parsed: object) -> list[_Link]:
+def _links(parsed: object, paste: str = "") -> list[_Link]:
     links = [_Link(_value(parsed, "type"), str(_value(parsed, "message") or ""), 1.0)]
     extras = _value(parsed, "extras") or {}
     for line in _value(extras, "cuda_asserts") or []:
         text = line if isinstance(line, str) else _value(line, "text") or _value(line, "line")
         links.append(_Link(_value(parsed, "type"), str(text or line), 1.0, is_assertion=True))
+    if len(links) == 1 and _DEVICE_ASSERT in links[0].text.lower():
+        # No kernel line, but the prose may retell the kernel's condition in quotes.
+        for condition in quoted_conditions(bounded(paste)):
+            links.append(_Link(_value(parsed, "type"), f"Assertion `{condition}` failed.", 1.0,
+                               is_assertion=True))
     message = links[0].text
     for link in _value(parsed, "chain") or []:
         text = str(_value(link, "message") or "")
@@ -609,6 +615,7 @@ def _entry_ops(entry: object) -> set[str]:
     return named | set(str(entry.id).rsplit(".", 1)[-1].split("_"))
 
 
+_DEVICE_ASSERT = "device-side assert triggered"
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 # "file.py:134: UserWarning: …" and the source line Python prints under it.
 _WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:\n[ \t]+[^\n]*)?",
@@ -701,7 +708,7 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     candidates: list[_Candidate] = []
     prose_fields: dict = {}
     if parsed is not None:
-        links = _links(parsed)
+        links = _links(parsed, tail)
         if not links[0].text.strip():
             # A traceback cut before its exception line, with no error line anywhere:
             # the words that name the error can only be in the prose or the frames (not
