@@ -513,3 +513,19 @@ def test_a_comparison_quoted_in_prose_is_no_assertion_without_a_device_assert(kb
     paste = ("I check \"loss >= 0\" before stepping, yet RuntimeError: CUDA out of memory. "
              "Tried to allocate 20.00 MiB\n")
     assert top(paste, kb) == "memory.cuda_oom"
+
+
+@pytest.mark.parametrize("padding", [" " * 12, " " * 30])
+def test_a_line_a_terminal_wrapped_and_padded_inside_a_word_still_matches(kb, padding):
+    paste = ("Loading my fine-tuned weights into the base model prints:\n"
+             "RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+             "\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) "
+             f"from check{padding}point, the shape in current model is torch.Size([1000, 512]).\n")
+    assert top(paste, kb) == "state_dict.size_mismatch"
+
+
+def test_padding_between_two_words_reads_as_one_space(kb):
+    paste = ("RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+             "\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from"
+             + " " * 20 + "checkpoint, the shape in current model is torch.Size([1000, 512]).\n")
+    assert top(paste, kb) == "state_dict.size_mismatch"

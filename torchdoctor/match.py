@@ -517,6 +517,10 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         # A page or a terminal may break a long message inside a sentence; a pattern
         # that misses the message as printed is tried on it with the breaks joined.
         unwrapped = _LINE_BREAK.sub(" ", link.text) if "\n" in link.text else link.text
+        # A terminal that wraps at its width may pad the cut with spaces, inside a word
+        # ("from che          ckpoint") or between two: both readings are tried.
+        if _PADDING.search(unwrapped):
+            unwrapped = _PADDING.sub("", unwrapped) + "\n" + _PADDING.sub(" ", unwrapped)
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
@@ -616,6 +620,7 @@ def _entry_ops(entry: object) -> set[str]:
 
 
 _DEVICE_ASSERT = "device-side assert triggered"
+_PADDING = re.compile(r"(?<=\S) {8,}(?=\S)")
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 # "file.py:134: UserWarning: …" and the source line Python prints under it.
 _WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:\n[ \t]+[^\n]*)?",
