@@ -529,3 +529,38 @@ def test_padding_between_two_words_reads_as_one_space(kb):
              "\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from"
              + " " * 20 + "checkpoint, the shape in current model is torch.Size([1000, 512]).\n")
     assert top(paste, kb) == "state_dict.size_mismatch"
+
+
+# IPython 7's traceback copied from a page that collapsed runs of spaces and removed
+# "<ipython-input-3-…>" and "<module>" as if they were HTML tags.
+COLLAPSED_NOTEBOOK = """\
+在 notebook 里算准确率时报错：
+IndexError Traceback (most recent call last)
+in ()
+1 scores = net(batch)
+----> 2 picked = scores[:, 12]
+3 print(picked)
+
+IndexError: index 12 is out of bounds for dimension 1 with size 10
+"""
+
+
+def test_a_notebook_traceback_from_a_page_that_ate_its_tags_keeps_its_cell_frame():
+    parsed = parse_traceback(COLLAPSED_NOTEBOOK)
+    assert (parsed.type, parsed.message) == (
+        "IndexError", "index 12 is out of bounds for dimension 1 with size 10")
+    assert (parsed.user_frame.file, parsed.user_frame.line, parsed.user_frame.code) == (
+        "<ipython-input>", 2, "picked = scores[:, 12]")
+
+
+def test_the_type_before_a_cut_notebook_header_is_kept_with_one_space():
+    parsed = parse_traceback(COLLAPSED_NOTEBOOK.rsplit("\n\n", 1)[0] + "\n")
+    assert (parsed.type, parsed.message) == ("IndexError", "")
+    assert parsed.frames[0].code == "picked = scores[:, 12]"
+
+
+def test_words_before_a_traceback_header_are_no_exception_type():
+    paste = ("Here is the Traceback (most recent call last):\n"
+             '  File "train.py", line 3, in <module>\n'
+             "    run()\n")
+    assert parse_traceback(paste).type is None

@@ -10,13 +10,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from torchdoctor.parsing.frames import is_caret_line, read_frame_line, read_ipython_source
+from torchdoctor.parsing.frames import (
+    is_caret_line,
+    make_frame,
+    read_frame_line,
+    read_ipython_source,
+)
 from torchdoctor.parsing.model import ChainLink, Frame
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 CAUSE_MARKER = "The above exception was the direct cause of the following exception"
 CONTEXT_MARKER = "During handling of the above exception, another exception occurred"
-IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
+# IPython 7's notebook-cell frame after a web page removed its <ipython-input-…> and
+# <module> as if they were HTML tags: "in ()".
+EATEN_CELL_FRAME = re.compile(r"in (?P<func>\w*)\(\)")
 EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*)(?:: ?(?P<message>.*))?")
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Iteration",
                       "Failure", "Fault", "Failed", "Timeout")
@@ -195,7 +203,8 @@ class TracebackScanner:
         hinted_type = None
         if is_header(stripped):
             match = IPYTHON_HEADER.search(stripped)
-            hinted_type = match["type"] if match else None
+            # A page that collapses whitespace leaves one space after the type.
+            hinted_type = match["type"] if match and exception_type_name(match["type"]) else None
             index += 1
         frames: list[Frame] = []
         ipython_frame = False
@@ -209,6 +218,9 @@ class TracebackScanner:
                 index += 1
                 continue
             frame_read = read_frame_line(stripped)
+            eaten = hinted_type and not frames and EATEN_CELL_FRAME.fullmatch(stripped)
+            if eaten:
+                frame_read = make_frame("<ipython-input>", None, eaten["func"] or "<module>"), True
             if frame_read:
                 frame, ipython_frame = frame_read
                 frames.append(frame)
