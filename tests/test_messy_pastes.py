@@ -564,3 +564,46 @@ def test_words_before_a_traceback_header_are_no_exception_type():
              '  File "train.py", line 3, in <module>\n'
              "    run()\n")
     assert parse_traceback(paste).type is None
+
+
+# rich.traceback's box, as a training CLI prints it (frames wrapped at the box's width).
+RICH_BOXED = """\
+╭───────────────────── Traceback (most recent call last) ─────────────────────╮
+│ /home/ana/tagger/run.py:58 in <module>                                      │
+│                                                                             │
+│   55 │   batch = next(iter(loader))                                         │
+│   56 │   tokens = batch["ids"].cuda()                                       │
+│   57 │   with torch.no_grad():                                              │
+│ ❱ 58 │   │   scores = head(encoder(tokens))                                 │
+│   59 │   print(scores.shape)                                                │
+│                                                                             │
+│ /home/ana/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py:125 │
+│ in forward                                                                  │
+│                                                                             │
+│   124 │   def forward(self, input: Tensor) -> Tensor:                       │
+│ ❱ 125 │   │   return F.linear(input, self.weight, self.bias)                │
+│   126                                                                       │
+╰─────────────────────────────────────────────────────────────────────────────╯
+RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x768 and 512x9)
+"""
+
+
+def test_a_rich_boxed_traceback_gives_its_frames_and_the_error_under_the_box(kb):
+    parsed = parse_traceback(RICH_BOXED)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "mat1 and mat2 shapes cannot be multiplied (16x768 and 512x9)")
+    assert [(f.line, f.function, f.code) for f in parsed.frames] == [
+        (58, "<module>", "scores = head(encoder(tokens))"),
+        (125, "forward", "return F.linear(input, self.weight, self.bias)")]
+    assert parsed.user_frame.file == "/home/ana/tagger/run.py"
+    assert parsed.phase == "forward"
+    assert top(RICH_BOXED, kb) == "shape.linear_in_features"
+
+
+def test_a_rich_frame_wrapped_before_its_line_number_is_joined():
+    wrapped = RICH_BOXED.replace(
+        "│ /home/ana/tagger/run.py:58 in <module>                                      │\n",
+        "│ C:\\\\Users\\\\ana\\\\tagger\\\\run.py:                                               │\n"
+        "│ 58 in <module>                                                              │\n")
+    parsed = parse_traceback(wrapped)
+    assert (parsed.frames[0].file, parsed.frames[0].line) == ("C:\\\\Users\\\\ana\\\\tagger\\\\run.py", 58)
