@@ -607,3 +607,14 @@ def test_a_rich_frame_wrapped_before_its_line_number_is_joined():
         "│ 58 in <module>                                                              │\n")
     parsed = parse_traceback(wrapped)
     assert (parsed.frames[0].file, parsed.frames[0].line) == ("C:\\\\Users\\\\ana\\\\tagger\\\\run.py", 58)
+
+
+def test_an_error_whose_message_the_paste_lost_is_read_from_what_the_prose_says(kb):
+    paste = ("A few hundred steps in, the loss becomes nan and the notebook stops:\n"
+             "RuntimeError                              Traceback (most recent call last)\n"
+             "<ipython-input-7-1b2c3d4e5f60> in <module>\n"
+             "----> 1 trainer.fit(model)\n")
+    diagnosis = diagnose(paste, kb)
+    assert parse_traceback(paste).message == ""
+    assert diagnosis.matches[0].entry.id == "numerics.nan_loss"
+    assert "symptom" in diagnosis.matches[0].reason

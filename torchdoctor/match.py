@@ -736,10 +736,12 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                       or _match_messages(index, [tail]))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
-    if not candidates and parsed is not None and _value(parsed, "type") is None:
-        # A sentence that merely reads like an error ("runs out of memory") is prose:
-        # the whole description is read for symptoms, not that one sentence (nor the
-        # warnings printed on the way).
+    if not candidates and parsed is not None and (_value(parsed, "type") is None
+                                                  or not message.strip()):
+        # A sentence that merely reads like an error ("runs out of memory") is prose,
+        # and so is all a paste says of an error whose message it lost: the whole
+        # description is read for symptoms, not that one sentence (nor the warnings
+        # printed on the way).
         message = _WARNING_LINE.sub("", tail)
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
