@@ -453,7 +453,9 @@ PROBES: dict[str, ProbeSpec] = {
                 "raised_at", "fix_at", "why", "write_kind", "write_op", "written_param",
                 "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
                 "operands", "offending_argument", "made_noncontiguous_at", "cut_by", "chain",
-                "recording_tail",
+                "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
+                "carried_shape", "made_at", "read_at", "input_shape", "size_set_at", "odd_shape",
+                "common_shape", "channels_expected", "channels_got", "data_source",
             ),
         ),
         ProbeSpec(
