@@ -18,7 +18,6 @@ those phrases beside the text, so one regex serves both.
 from __future__ import annotations
 
 import functools
-import math
 import re
 import statistics
 from collections.abc import Iterable
