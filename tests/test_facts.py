@@ -150,3 +150,19 @@ def test_chance_accuracy():
 
 def test_unknown_derivations_and_missing_inputs_are_skipped():
     assert derive(["no_such_thing", "index_vs_size"], {"index": "x"}) == {"facts": []}
+
+
+@pytest.mark.parametrize(("loss", "classes"), [("10.82", 50257), ("1.386", 4), ("10.37", 32000)])
+def test_facts_and_prose_readings_know_the_same_class_counts(loss, classes):
+    from torchdoctor.symptoms import readings
+
+    assert derive(["log_classes"], {"loss": loss})["guessed_classes"] == classes
+    assert f"a uniform guess over {classes} classes" in " ".join(
+        readings(f"loss: {loss}\nloss: {loss}\nloss: {loss}"))
+
+
+def test_a_loss_a_tenth_off_ln_c_is_not_called_a_guess_by_either():
+    from torchdoctor.symptoms import readings
+
+    assert "guessed_classes" not in derive(["log_classes"], {"loss": "2.25"})
+    assert not any("uniform guess" in r for r in readings("loss: 2.25\nloss: 2.25\nloss: 2.25"))

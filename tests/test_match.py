@@ -287,6 +287,42 @@ def test_phase_bound_categories_win_only_in_their_phase():
     assert "not in the data loading phase" in outside[1].reason
 
 
+# Pastes without frames: only the code they show tells where the sizes met.
+SHOWN_USER_STACK = textwrap.dedent("""\
+    After I changed the encoder this line fails:
+
+        merged = torch.stack(per_layer, dim=1)
+    RuntimeError: stack expects each tensor to be equal size, but got [64, 512] at entry 0 and [64, 1024] at entry 2
+    """)
+INLINE_USER_STACK = ("Calling `batch = torch.stack(crops)` on my list of crops ends with "
+                     "RuntimeError: stack expects each tensor to be equal size, but got "
+                     "[3, 160, 160] at entry 0 and [3, 150, 160] at entry 1")
+IPYTHON_COLLATE = textwrap.dedent("""\
+    /opt/conda/lib/python3.8/site-packages/torch/utils/data/_utils/collate.py in default_collate(batch)
+         54             out = elem.new(storage)
+    ---> 55         return torch.stack(batch, 0, out=out)
+
+    RuntimeError: stack expects each tensor to be equal size, but got [3, 500, 375] at entry 0 and [3, 333, 500] at entry 1
+    """)
+
+
+@pytest.mark.parametrize("paste", [SHOWN_USER_STACK, INLINE_USER_STACK])
+def test_a_stack_the_paste_shows_in_user_code_is_not_a_collate_error(paste):
+    collate = entry("dataloader.collate", patterns=[("RuntimeError", STACK)])
+    stack = entry("shape.stack", patterns=[("RuntimeError", STACK)])
+    found = diagnose(paste, kb(collate, stack)).matches
+    assert [m.entry.id for m in found] == ["shape.stack", "dataloader.collate"]
+    assert "outside data loading" in found[1].reason
+    assert found[0].score - found[1].score == pytest.approx(2 * OP_BONUS)
+
+
+def test_frames_the_parser_cannot_read_still_show_the_data_loader():
+    collate = entry("dataloader.collate", patterns=[("RuntimeError", STACK)])
+    stack = entry("shape.stack", patterns=[("RuntimeError", STACK)])
+    found = diagnose(IPYTHON_COLLATE, kb(collate, stack)).matches
+    assert [m.entry.id for m in found] == ["dataloader.collate", "shape.stack"]
+
+
 def test_literals_are_remembered_between_processes_and_a_broken_cache_is_ignored(
         tmp_path, monkeypatch):
     from torchdoctor.match import MatchIndex
@@ -454,6 +490,21 @@ def test_older_wordings_compare_with_each_shape_as_one_value():
              " but got 2-dimensional input of size [28, 28] instead\n")
     [match] = diagnose(paste, kb(conv)).matches
     assert (match.entry.id, int(match.score)) == ("shape.conv_rank", int(TIER_MESSAGE))
+
+
+def test_a_message_cut_short_names_an_older_wording_only_when_it_holds_a_phrase_of_it():
+    assert_ = entry("index.device_assert", patterns=[(None, r"never matches this")], messages=[
+        "cuda runtime error (59) : device-side assert triggered at /pytorch/aten/src/THC/"
+        "generic/THCTensorMath.cu:26"])
+    oom = entry("memory.cuda_oom", patterns=[(None, r"never matches this")], messages=[
+        "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58"])
+    entries = kb(assert_, oom)
+    # Where the page cut it, any old CUDA message begins like this: it names none.
+    assert diagnose("RuntimeError: cuda runtime error (\n", entries).matches == []
+    assert diagnose("loss.backward() fails with: out of memory\n", entries).matches == []
+    [match] = diagnose("RuntimeError: cuda runtime error (59) : device-side assert trigg\n",
+                       entries).matches
+    assert (match.entry.id, int(match.score)) == ("index.device_assert", int(TIER_MESSAGE))
 
 
 def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wording():

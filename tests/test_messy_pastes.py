@@ -458,3 +458,163 @@ def test_a_kernel_assertion_whose_backticks_markdown_ate_is_still_the_cause(kb):
     assert line["assertion"] == "t >= 0 && t < n_classes"
     assert line["text"].endswith("Assertion `t >= 0 && t < n_classes` failed.")
     assert top(paste, kb) == "index.nll_target_assert"
+
+
+# torch < 1.0 re-raised a worker's failure in the main process as its type with the
+# worker's formatted traceback as the message.
+OLD_WORKER_RERAISE = """\
+Traceback (most recent call last):
+  File "extract.py", line 52, in <module>
+    for step, (clips, labels) in enumerate(loader):
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 286, in __next__
+    return self._process_next_batch(batch)
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 307, in _process_next_batch
+    raise batch.exc_type(batch.exc_msg)
+KeyError: Traceback (most recent call last):
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 57, in _worker_loop
+    samples = collate_fn([dataset[i] for i in batch_indices])
+  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 57, in <listcomp>
+    samples = collate_fn([dataset[i] for i in batch_indices])
+  File "/home/lab/clips.py", line 31, in __getitem__
+    label = self.names[path.split('/')[-2]]
+KeyError: 'walking'
+"""
+
+
+def test_torch_04s_worker_re_raise_is_read_as_the_workers_traceback():
+    parsed = parse_traceback(OLD_WORKER_RERAISE)
+    assert (parsed.type, parsed.message) == ("KeyError", "'walking'")
+    assert parsed.user_frame.function == "__getitem__"
+    assert parsed.phase == "data_loading"
+    assert [link.relation for link in parsed.chain] == [None, "cause"]
+
+
+def test_a_cut_worker_re_raise_keeps_its_type_and_frames_but_invents_no_message():
+    cut = OLD_WORKER_RERAISE.rsplit("  File \"/home/lab", 1)[0]
+    parsed = parse_traceback(cut)
+    assert (parsed.type, parsed.message) == ("KeyError", "")
+    assert [frame.function for frame in parsed.frames] == ["_worker_loop", "<listcomp>"]
+    assert parsed.phase == "data_loading"
+
+
+@pytest.mark.parametrize(("paste", "entry"), [
+    ("My segmentation run dies after a few epochs with RuntimeError: CUDA error: device-side "
+     "assert triggered, and the kernel says its check \"input_val >= zero && input_val <= one\" "
+     "did not hold while computing the BCE loss.\n", "numerics.bce_input_range"),
+    ("Классификатор падает: RuntimeError: CUDA error: device-side assert triggered. "
+     "В логе ядра условие `t >= 0 && t < n_classes` не выполнено.\n", "index.nll_target_assert"),
+])
+def test_a_kernel_condition_retold_in_the_prose_names_the_cause_of_a_device_assert(
+        kb, paste, entry):
+    assert top(paste, kb) == entry
+
+
+def test_a_comparison_quoted_in_prose_is_no_assertion_without_a_device_assert(kb):
+    paste = ("I check \"loss >= 0\" before stepping, yet RuntimeError: CUDA out of memory. "
+             "Tried to allocate 20.00 MiB\n")
+    assert top(paste, kb) == "memory.cuda_oom"
+
+
+@pytest.mark.parametrize("padding", [" " * 12, " " * 30])
+def test_a_line_a_terminal_wrapped_and_padded_inside_a_word_still_matches(kb, padding):
+    paste = ("Loading my fine-tuned weights into the base model prints:\n"
+             "RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+             "\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) "
+             f"from check{padding}point, the shape in current model is torch.Size([1000, 512]).\n")
+    assert top(paste, kb) == "state_dict.size_mismatch"
+
+
+def test_padding_between_two_words_reads_as_one_space(kb):
+    paste = ("RuntimeError: Error(s) in loading state_dict for ResNet:\n"
+             "\tsize mismatch for fc.weight: copying a param with shape torch.Size([10, 512]) from"
+             + " " * 20 + "checkpoint, the shape in current model is torch.Size([1000, 512]).\n")
+    assert top(paste, kb) == "state_dict.size_mismatch"
+
+
+# IPython 7's traceback copied from a page that collapsed runs of spaces and removed
+# "<ipython-input-3-…>" and "<module>" as if they were HTML tags.
+COLLAPSED_NOTEBOOK = """\
+在 notebook 里算准确率时报错：
+IndexError Traceback (most recent call last)
+in ()
+1 scores = net(batch)
+----> 2 picked = scores[:, 12]
+3 print(picked)
+
+IndexError: index 12 is out of bounds for dimension 1 with size 10
+"""
+
+
+def test_a_notebook_traceback_from_a_page_that_ate_its_tags_keeps_its_cell_frame():
+    parsed = parse_traceback(COLLAPSED_NOTEBOOK)
+    assert (parsed.type, parsed.message) == (
+        "IndexError", "index 12 is out of bounds for dimension 1 with size 10")
+    assert (parsed.user_frame.file, parsed.user_frame.line, parsed.user_frame.code) == (
+        "<ipython-input>", 2, "picked = scores[:, 12]")
+
+
+def test_the_type_before_a_cut_notebook_header_is_kept_with_one_space():
+    parsed = parse_traceback(COLLAPSED_NOTEBOOK.rsplit("\n\n", 1)[0] + "\n")
+    assert (parsed.type, parsed.message) == ("IndexError", "")
+    assert parsed.frames[0].code == "picked = scores[:, 12]"
+
+
+def test_words_before_a_traceback_header_are_no_exception_type():
+    paste = ("Here is the Traceback (most recent call last):\n"
+             '  File "train.py", line 3, in <module>\n'
+             "    run()\n")
+    assert parse_traceback(paste).type is None
+
+
+# rich.traceback's box, as a training CLI prints it (frames wrapped at the box's width).
+RICH_BOXED = """\
+╭───────────────────── Traceback (most recent call last) ─────────────────────╮
+│ /home/ana/tagger/run.py:58 in <module>                                      │
+│                                                                             │
+│   55 │   batch = next(iter(loader))                                         │
+│   56 │   tokens = batch["ids"].cuda()                                       │
+│   57 │   with torch.no_grad():                                              │
+│ ❱ 58 │   │   scores = head(encoder(tokens))                                 │
+│   59 │   print(scores.shape)                                                │
+│                                                                             │
+│ /home/ana/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py:125 │
+│ in forward                                                                  │
+│                                                                             │
+│   124 │   def forward(self, input: Tensor) -> Tensor:                       │
+│ ❱ 125 │   │   return F.linear(input, self.weight, self.bias)                │
+│   126                                                                       │
+╰─────────────────────────────────────────────────────────────────────────────╯
+RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x768 and 512x9)
+"""
+
+
+def test_a_rich_boxed_traceback_gives_its_frames_and_the_error_under_the_box(kb):
+    parsed = parse_traceback(RICH_BOXED)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "mat1 and mat2 shapes cannot be multiplied (16x768 and 512x9)")
+    assert [(f.line, f.function, f.code) for f in parsed.frames] == [
+        (58, "<module>", "scores = head(encoder(tokens))"),
+        (125, "forward", "return F.linear(input, self.weight, self.bias)")]
+    assert parsed.user_frame.file == "/home/ana/tagger/run.py"
+    assert parsed.phase == "forward"
+    assert top(RICH_BOXED, kb) == "shape.linear_in_features"
+
+
+def test_a_rich_frame_wrapped_before_its_line_number_is_joined():
+    wrapped = RICH_BOXED.replace(
+        "│ /home/ana/tagger/run.py:58 in <module>                                      │\n",
+        "│ C:\\\\Users\\\\ana\\\\tagger\\\\run.py:                                               │\n"
+        "│ 58 in <module>                                                              │\n")
+    parsed = parse_traceback(wrapped)
+    assert (parsed.frames[0].file, parsed.frames[0].line) == ("C:\\\\Users\\\\ana\\\\tagger\\\\run.py", 58)
+
+
+def test_an_error_whose_message_the_paste_lost_is_read_from_what_the_prose_says(kb):
+    paste = ("A few hundred steps in, the loss becomes nan and the notebook stops:\n"
+             "RuntimeError                              Traceback (most recent call last)\n"
+             "<ipython-input-7-1b2c3d4e5f60> in <module>\n"
+             "----> 1 trainer.fit(model)\n")
+    diagnosis = diagnose(paste, kb)
+    assert parse_traceback(paste).message == ""
+    assert diagnosis.matches[0].entry.id == "numerics.nan_loss"
+    assert "symptom" in diagnosis.matches[0].reason

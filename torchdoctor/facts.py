@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 
+from torchdoctor.chance_level import chance_classes, near_ln
 from torchdoctor.linear_regex import bounded, compile_linear
 
 # name -> (fields it reads, fields it adds)
@@ -376,13 +377,6 @@ def _device_pair(fields: Mapping, message: str) -> tuple[dict, list[str]]:
 
 # --- log_classes --------------------------------------------------------------
 
-_COMMON_CLASSES = (2, 10, 100, 1000)
-
-
-def _near(value: float, target: float) -> bool:
-    return abs(value - target) <= max(0.03 * target, 0.02)
-
-
 def _log_classes(fields: Mapping, message: str) -> tuple[dict, list[str]]:
     loss = _number(fields.get("loss"))
     classes = _integer(fields.get("classes"))
@@ -403,7 +397,7 @@ def _log_classes(fields: Mapping, message: str) -> tuple[dict, list[str]]:
     if classes and classes > 1:
         ln_classes = math.log(classes)
         added["ln_classes"] = f"{ln_classes:.3f}"
-        added["near_ln_classes"] = _near(loss, ln_classes)
+        added["near_ln_classes"] = near_ln(loss, classes)
         if added["near_ln_classes"]:
             sentences.append(
                 f"{loss_text} ≈ ln {classes} = {ln_classes:.3f}: not learning at all — the loss "
@@ -415,15 +409,14 @@ def _log_classes(fields: Mapping, message: str) -> tuple[dict, list[str]]:
                 f"{'below' if loss < ln_classes else 'above'} chance level"
             )
         return added, sentences
-    for guess in _COMMON_CLASSES:
-        if _near(loss, math.log(guess)):
-            added.update(guessed_classes=guess, ln_classes=f"{math.log(guess):.3f}",
-                         near_ln_classes=True)
-            sentences.append(
-                f"{loss_text} ≈ ln {guess} = {math.log(guess):.3f}: the loss of a uniform guess "
-                f"over {guess} classes — if you have {guess} classes, nothing is being learned"
-            )
-            break
+    guess = chance_classes(loss)
+    if guess is not None:
+        added.update(guessed_classes=guess, ln_classes=f"{math.log(guess):.3f}",
+                     near_ln_classes=True)
+        sentences.append(
+            f"{loss_text} ≈ ln {guess} = {math.log(guess):.3f}: the loss of a uniform guess "
+            f"over {guess} classes — if you have {guess} classes, nothing is being learned"
+        )
     return added, sentences
 
 

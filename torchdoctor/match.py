@@ -55,6 +55,7 @@ from torchdoctor import facts as derived_facts
 from torchdoctor import private_cache, similar, symptoms
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.parsing.extras import quoted_conditions
 from torchdoctor.raised_by import raised_by
 
 try:  # Python 3.11+
@@ -492,12 +493,17 @@ class _Link:
     is_assertion: bool = False
 
 
-def _links(parsed: object) -> list[_Link]:
+def _links(parsed: object, paste: str = "") -> list[_Link]:
     links = [_Link(_value(parsed, "type"), str(_value(parsed, "message") or ""), 1.0)]
     extras = _value(parsed, "extras") or {}
     for line in _value(extras, "cuda_asserts") or []:
         text = line if isinstance(line, str) else _value(line, "text") or _value(line, "line")
         links.append(_Link(_value(parsed, "type"), str(text or line), 1.0, is_assertion=True))
+    if len(links) == 1 and _DEVICE_ASSERT in links[0].text.lower():
+        # No kernel line, but the prose may retell the kernel's condition in quotes.
+        for condition in quoted_conditions(bounded(paste)):
+            links.append(_Link(_value(parsed, "type"), f"Assertion `{condition}` failed.", 1.0,
+                               is_assertion=True))
     message = links[0].text
     for link in _value(parsed, "chain") or []:
         text = str(_value(link, "message") or "")
@@ -513,6 +519,10 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         # A page or a terminal may break a long message inside a sentence; a pattern
         # that misses the message as printed is tried on it with the breaks joined.
         unwrapped = _LINE_BREAK.sub(" ", link.text) if "\n" in link.text else link.text
+        # A terminal that wraps at its width may pad the cut with spaces, inside a word
+        # ("from che          ckpoint") or between two: both readings are tried.
+        if _PADDING.search(unwrapped):
+            unwrapped = _PADDING.sub("", unwrapped) + "\n" + _PADDING.sub(" ", unwrapped)
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
@@ -558,7 +568,13 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
             candidate.reason += f"; {len(best) - 1} other entries matched too"
             named = called & _entry_ops(candidate.entry)
-            if named:
+            in_loader = getattr(candidate.entry, "category", "") == "dataloader"
+            if called and in_loader and phase != "data_loading":
+                # The user's own line called the op and no frame is the DataLoader's:
+                # the sizes met in that call, not in default_collate.
+                candidate.score = round(candidate.score - OP_BONUS, 4)
+                candidate.reason += "; the raising line is the user's own, outside data loading"
+            elif named:
                 candidate.score = round(candidate.score + OP_BONUS, 4)
                 candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
     return list(best.values())
@@ -577,6 +593,26 @@ def _ops_called(code: str | None) -> set[str]:
             for found in _CALLED.finditer(code[:500])}
 
 
+# Code a paste shows without frames: an inline `span`, a REPL line, or an indented
+# line such as the source line Python prints above the error.
+_SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$", re.MULTILINE)
+
+
+_LOADER_SHOWN = re.compile(r"torch[/\\]+utils[/\\]+data[/\\]|\bdefault_collate\b|"
+                           r"\bin DataLoader worker process\b")
+
+
+def _raising_code(parsed: object, text: str) -> str | None:
+    """The user's line that raised: the last user frame's code, or, in a paste with
+    no frames at all, the code it shows (the line quoted above the message, the
+    statement named in the prose) — where the user says the error came from."""
+    user_frame = _value(parsed, "user_frame")
+    if user_frame is not None or _value(parsed, "frames"):
+        return _value(user_frame, "code")
+    shown = [a or b for a, b in _SHOWN_CODE.findall(text[-4000:])]
+    return "\n".join(shown) or None
+
+
 def _entry_ops(entry: object) -> set[str]:
     """The ops an entry is about: those its title names as code (``torch.stack``,
     ``nn.Linear``) and the words of its id's slug (``shape.bmm_batch``: bmm, batch)."""
@@ -585,6 +621,8 @@ def _entry_ops(entry: object) -> set[str]:
     return named | set(str(entry.id).rsplit(".", 1)[-1].split("_"))
 
 
+_DEVICE_ASSERT = "device-side assert triggered"
+_PADDING = re.compile(r"(?<=\S) {8,}(?=\S)")
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 # "file.py:134: UserWarning: …" and the source line Python prints under it.
 _WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:\n[ \t]+[^\n]*)?",
@@ -625,7 +663,7 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
     normalised = [_normalise(text) for text in texts if text]
     best: dict[str, _Candidate] = {}
     for message in index.messages:
-        if message.normalised and any(message.normalised in text or text in message.normalised
+        if message.normalised and any(message.normalised in text or _covers(text, message)
                                       for text in normalised if len(text) >= 12):
             specificity = len(message.normalised) / (len(message.normalised) + 40)
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
@@ -644,6 +682,14 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             _keep_best(best, _Candidate(pattern.entry, score,
                                         "the fixed wording of a pattern matched", {}))
     return list(best.values())
+
+
+def _covers(text: str, message: _CompiledMessage) -> bool:
+    """Whether a message cut short is this older wording: it lies inside it and is a
+    phrase of its own (``FRAGMENT_LITERAL`` characters) or most of it. "cuda runtime
+    error (" or "out of memory" lie inside many stored messages and name none of them."""
+    return text in message.normalised and (len(text) >= FRAGMENT_LITERAL
+                                           or 2 * len(text) >= len(message.normalised))
 
 
 def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
@@ -669,7 +715,7 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     candidates: list[_Candidate] = []
     prose_fields: dict = {}
     if parsed is not None:
-        links = _links(parsed)
+        links = _links(parsed, tail)
         if not links[0].text.strip():
             # A traceback cut before its exception line, with no error line anywhere:
             # the words that name the error can only be in the prose or the frames (not
@@ -677,9 +723,13 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             links.append(_Link(None, _WARNING_LINE.sub("", tail), 1.0))
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
-        user_frame = _value(parsed, "user_frame")
-        candidates = (_match_patterns(index, links, phase, _value(user_frame, "code"))
-                      or _match_patterns(index, links, phase, _value(user_frame, "code"),
+        if phase is None and _LOADER_SHOWN.search(tail):
+            # Frames in a form the parser does not read (IPython's, a quoted path)
+            # still show the DataLoader's own code.
+            phase = "data_loading"
+        code = _raising_code(parsed, tail)
+        candidates = (_match_patterns(index, links, phase, code)
+                      or _match_patterns(index, links, phase, code,
                                          any_case=True))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
@@ -688,10 +738,12 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                       or _match_messages(index, [tail]))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
-    if not candidates and parsed is not None and _value(parsed, "type") is None:
-        # A sentence that merely reads like an error ("runs out of memory") is prose:
-        # the whole description is read for symptoms, not that one sentence (nor the
-        # warnings printed on the way).
+    if not candidates and parsed is not None and (_value(parsed, "type") is None
+                                                  or not message.strip()):
+        # A sentence that merely reads like an error ("runs out of memory") is prose,
+        # and so is all a paste says of an error whose message it lost: the whole
+        # description is read for symptoms, not that one sentence (nor the warnings
+        # printed on the way).
         message = _WARNING_LINE.sub("", tail)
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");

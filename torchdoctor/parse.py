@@ -25,7 +25,9 @@ Torch-free, pure and deterministic. Choices worth knowing:
 * A wrapper that re-raises another process's error is read through: a DataLoader
   worker's ``Caught X in DataLoader worker process N`` (with or without the main
   process's frames) and mp.spawn's ``ProcessRaisedException`` with ``-- Process N
-  terminated with the following error:``; the inner error is the root.
+  terminated with the following error:``; and torch < 1.0's ``KeyError: Traceback (most
+  recent call last):``, the worker's traceback printed as the message. The inner error
+  is the root.
 * ``extras["source"]`` says where the message came from: ``traceback``,
   ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``, ``ide`` (an
   IDE's "Exception has occurred: Type" and the lines under it), ``error_record``,
@@ -47,6 +49,7 @@ from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extra
 from torchdoctor.parsing.phase import judge_phase
 from torchdoctor.parsing.raise_site import completes, raised_message
 from torchdoctor.parsing.scanner import (
+    REPRINTED,
     FoundTraceback,
     TracebackScanner,
     short_type,
@@ -255,6 +258,8 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
     if found is None or (link.type and link.type not in WRAPPERS and found.full_type
                          and short_type(found.full_type) != link.type):
         return
+    if found.message.strip() == REPRINTED:
+        return  # the re-raise line of this very traceback: it holds no message
     adopted = _loose_link(lines, found)
     link.message = adopted.message
     if not link.type or (link.type in WRAPPERS and adopted.type):

@@ -18,13 +18,13 @@ those phrases beside the text, so one regex serves both.
 from __future__ import annotations
 
 import functools
-import math
 import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
@@ -89,14 +89,7 @@ _LOSS_VALUE = re.compile(
     r"\bloss(?:es)?\b[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?" + _GAP + _NUMBER + _NOT_A_COUNT,
     re.IGNORECASE,
 )
-# Class counts people train on: small heads, ImageNet-style heads, and the vocabularies
-# of common tokenizers (BERT 30522, bert-base-chinese 21128, LLaMA 32000, GPT-2 50257,
-# LLaMA-3 128256, Qwen 151936). ln C of these is the loss of a uniform guess.
-COMMON_CLASSES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 100, 1000, 21128, 30522, 32000, 50257,
-                  128256, 151936)
-# A plateau wobbles around its value by a few hundredths; a logged value is rounded.
-_LN_TOLERANCE = 0.025
-_LN_RELATIVE = 0.005
+# Three or more losses within this relative spread "do not move".
 _FLAT_SPREAD = 0.015
 # The last losses a log reports say where training is now; a falling curve that
 # passed ln C on its way down has most of them elsewhere.
@@ -132,16 +125,6 @@ def loss_values(text: str) -> list[float]:
     return values
 
 
-def _chance_classes(loss: float, classes: int | None) -> int | None:
-    """The class count C whose ln C the loss sits at, or None."""
-    candidates = (classes,) if classes and classes > 1 else COMMON_CLASSES
-    for count in candidates:
-        target = math.log(count)
-        if abs(loss - target) <= max(_LN_TOLERANCE, _LN_RELATIVE * target):
-            return count
-    return None
-
-
 def readings(text: str) -> list[str]:
     """What a description's numbers and identifiers say, as the phrases people write.
 
@@ -157,8 +140,8 @@ def readings(text: str) -> list[str]:
     if recent:
         typical = statistics.median(recent)
         classes = extract_numbers(text).get("classes")
-        count = _chance_classes(typical, int(classes) if classes else None)
-        near = sum(_chance_classes(value, count) == count for value in recent) if count else 0
+        count = chance_classes(typical, int(classes) if classes else None)
+        near = sum(chance_classes(value, count) == count for value in recent) if count else 0
         if count is not None and near * 2 > len(recent):
             said.append(f"loss stuck at ln({count}), a uniform guess over {count} classes")
         if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:

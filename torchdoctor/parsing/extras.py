@@ -32,6 +32,21 @@ ELASTIC_RANK = re.compile(r"rank\s*:\s*(\d{1,9})\b")
 ELASTIC_ROOT = "Root Cause (first observed failure)"
 
 
+# A kernel's condition retold in a sentence: quoted, a C++ comparison between names
+# ("input_val >= zero && input_val <= one", `t >= 0 && t < n_classes`).
+QUOTED_CONDITION = compile_linear(
+    r"[\x{22}'`\x{201C}\x{2018}\x{300C}](?P<condition>[\w.\[\]()]{1,40} ?(?:>=|<=|==|!=|<|>) ?"
+    r"[\w.\[\]()-]{1,40}(?: ?(?:&&|\|\|) ?[\w.\[\]()]{1,40} ?(?:>=|<=|==|!=|<|>) ?"
+    r"[\w.\[\]()-]{1,40}){0,3})[\x{22}'`\x{201D}\x{2019}\x{300D}]"
+)
+
+
+def quoted_conditions(text: str) -> list[str]:
+    """Kernel assertion conditions a paste quotes in its prose instead of the kernel's
+    own ``Assertion `…` failed`` line, in the order written."""
+    return [found["condition"] for found in QUOTED_CONDITION.finditer(text)]
+
+
 def cuda_asserts(texts: list[str]) -> list[dict[str, Any]]:
     """Kernel assertion lines, one entry per distinct assertion with a repeat count.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.markup import undo_line_markup, undo_markup
+from torchdoctor.parsing.rich_box import BORDER, is_boxed, unbox
 
 BARE_ANSI = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 RANK_PREFIX = re.compile(
@@ -71,6 +72,8 @@ def _is_quoted_paste(lines: list[str]) -> bool:
 def clean_lines(text: str) -> CleanLines:
     text = undo_markup(strip_colour(text))
     lines = text.splitlines()
+    if BORDER in text and is_boxed(lines):
+        lines = unbox(lines)
     if _is_quoted_paste(lines):
         lines = [
             QUOTE_PREFIX.sub("", line, count=1) if line.startswith(">") else line

@@ -10,13 +10,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from torchdoctor.parsing.frames import is_caret_line, read_frame_line, read_ipython_source
+from torchdoctor.parsing.frames import (
+    is_caret_line,
+    make_frame,
+    read_frame_line,
+    read_ipython_source,
+)
 from torchdoctor.parsing.model import ChainLink, Frame
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 CAUSE_MARKER = "The above exception was the direct cause of the following exception"
 CONTEXT_MARKER = "During handling of the above exception, another exception occurred"
-IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)")
+IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
+# IPython 7's notebook-cell frame after a web page removed its <ipython-input-…> and
+# <module> as if they were HTML tags: "in ()".
+EATEN_CELL_FRAME = re.compile(r"in (?P<func>\w*)\(\)")
 EXCEPTION_LINE = re.compile(r"(?P<type>[A-Za-z_][\w.]*(?:::[A-Za-z_]\w*)*)(?:: ?(?P<message>.*))?")
 EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Iteration",
                       "Failure", "Fault", "Failed", "Timeout")
@@ -28,6 +36,8 @@ WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
 SPAWN_WRAPPER = re.compile(r"-- Process \d{1,9} terminated with the following error:")
 CPP_LINE = re.compile(r"(?:frame #\d+: |#\d+ |Exception raised from |C\+\+ CapturedTraceback:)")
 WARNING_LINE = re.compile(r"\S.*:\d+: \w*Warning: ")
+# The message of torch < 1.0's re-raise of a worker's error: the worker's traceback.
+REPRINTED = TRACEBACK_HEADER + ":"
 PROGRESS_BAR = re.compile(r"(?<!\d)\d{1,3}%\|")
 LONGEST_MESSAGE_LINES = 1_000
 SKIPPED_FRAME_LINES = ("[Previous line repeated", "...<", "[... skipping")
@@ -135,6 +145,9 @@ class TracebackScanner:
             inner_start = self._worker_traceback(link, index) if complete else None
             if inner_start is not None:
                 inner, index, complete = self._read_one(inner_start, result)
+                if inner.type is None:
+                    # Cut before its own exception line: the re-raise names the type.
+                    inner.type, inner.full_type = link.type, link.full_type
                 inner.relation, link.relation = link.relation, "cause"
                 result.worker_link = len(result.links)
                 result.links.append(inner)
@@ -166,6 +179,9 @@ class TracebackScanner:
         under it, or mp.spawn's ``-- Process 0 terminated with the following error:``."""
         if index >= self.count:
             return None
+        if link.message == REPRINTED:
+            link.message = ""
+            return index
         if WORKER_WRAPPER.fullmatch(link.message.split("\n", 1)[0].strip()):
             header = self.texts[index].strip()
             return index if header.startswith("Original " + TRACEBACK_HEADER) else None
@@ -187,7 +203,8 @@ class TracebackScanner:
         hinted_type = None
         if is_header(stripped):
             match = IPYTHON_HEADER.search(stripped)
-            hinted_type = match["type"] if match else None
+            # A page that collapses whitespace leaves one space after the type.
+            hinted_type = match["type"] if match and exception_type_name(match["type"]) else None
             index += 1
         frames: list[Frame] = []
         ipython_frame = False
@@ -201,6 +218,9 @@ class TracebackScanner:
                 index += 1
                 continue
             frame_read = read_frame_line(stripped)
+            eaten = hinted_type and not frames and EATEN_CELL_FRAME.fullmatch(stripped)
+            if eaten:
+                frame_read = make_frame("<ipython-input>", None, eaten["func"] or "<module>"), True
             if frame_read:
                 frame, ipython_frame = frame_read
                 frames.append(frame)
@@ -219,6 +239,12 @@ class TracebackScanner:
             exception = read_exception_line(stripped, strict=not frames)
             if exception:
                 full_type, first = exception
+                if first.strip().rstrip(":") == TRACEBACK_HEADER:
+                    # torch < 1.0 re-raised a worker's error as its type with the
+                    # worker's whole traceback as the message: the frames follow.
+                    link = ChainLink(type=short_type(full_type), message=REPRINTED,
+                                     frames=frames, full_type=full_type)
+                    return link, index + 1, True
                 message, index = self.read_message(index + 1, first, indent, result)
                 link = ChainLink(type=short_type(full_type), message=message, frames=frames,
                                  full_type=full_type)
