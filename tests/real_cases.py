@@ -48,9 +48,6 @@ class RealCase:
     raised_line: Line | None
     wanted: str | None = None
     xfail_reason: str | None = None
-    # False where what keeps the case wrong depends on how fast the machine runs a
-    # time-budgeted probe (overfit_batch, lr_range), so it may pass on a quiet machine.
-    xfail_strict: bool = True
 
     @property
     def folder(self) -> Path:
@@ -88,7 +85,6 @@ def load_case(folder: Path) -> RealCase:
         raised_line=Line(**raised) if raised else None,
         wanted=expected.get("wanted"),
         xfail_reason=data.get("xfail_reason"),
-        xfail_strict=data.get("xfail_strict", True),
     )
 
 

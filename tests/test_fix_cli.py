@@ -47,8 +47,12 @@ def test_crash_is_fixed_in_a_copy_and_written_only_when_asked(tmp_path):
     assert "-            nn.Linear(9216, 128)," in first["diff"]
     assert "+            nn.Linear(57600, 128)," in first["diff"]
     after = first["verification"]["after"]
-    assert after["ended"] == "steps_reached" and after["steps"] >= 2
-    assert first["verification"]["before"]["error"]["type"] == "RuntimeError"
+    before = first["verification"]["before"]
+    assert before["error"]["type"] == "RuntimeError"
+    # Past the failure: through an optimizer step the unpatched copy never reached, without
+    # an error (it is stopped there, or it ends first when the unpatched copy was slower
+    # to fail than the whole patched run).
+    assert after["steps"] > before["steps"] and after["error"] is None
     assert script.read_text() == original, "fix without --apply must not touch the user's file"
 
     report, status = fix_json(script.parent, "--apply")

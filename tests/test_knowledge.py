@@ -394,3 +394,55 @@ def test_kb_list_marks_entries_from_user_dirs(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(knowledge, "shipped_dir", lambda: FIXTURES / "kb_bad" / "probe")
     status, _, err = kb_command(capsys, "kb", "list")
     assert status == 1 and "the knowledge base is invalid (4 problems)" in err
+
+
+RELATED = """\
+entries:
+  - id: training.first
+    title: First
+    category: training
+    symptoms: ['first']
+    hypotheses:
+      - id: symptom
+        statement: A symptom.
+        why: w
+        explained_by: [{first}]
+        fix: {{summary: f}}
+  - id: training.second
+    title: Second
+    category: training
+    symptoms: ['second']
+    hypotheses:
+      - id: cause
+        statement: A cause.
+        why: w
+        explained_by: [{second}]
+        excludes: [{excludes}]
+        fix: {{summary: f}}
+"""
+
+
+def _related(tmp_path, first="training.second", second="training.first/other_hyp_absent",
+             excludes="training.first/symptom"):
+    (tmp_path / "training.yaml").write_text(RELATED.format(first=first, second=second,
+                                                           excludes=excludes))
+    return [e.message for e in check_dir(tmp_path)]
+
+
+def test_explained_by_and_excludes_must_name_existing_causes(tmp_path):
+    messages = _related(tmp_path)
+    assert any("'explained_by' names 'training.first/other_hyp_absent', which no "
+               "knowledge-base entry holds" in m for m in messages), messages
+    assert _related(tmp_path, second="training.first/symptom") != []  # a circle, see below
+    assert _related(tmp_path, first="training.second/cause", second="numerics.nan_loss") == []
+
+
+def test_explained_by_may_not_go_round_in_a_circle(tmp_path):
+    messages = _related(tmp_path, second="training.first")
+    assert sum("goes round in a circle" in m for m in messages) == 2, messages
+
+
+def test_a_cause_named_in_another_form_is_refused_with_its_line(tmp_path):
+    messages = _related(tmp_path, first="'not an id'")
+    assert any("'explained_by' names 'not an id', which is not 'category.slug'" in m
+               for m in messages), messages

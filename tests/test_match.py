@@ -16,6 +16,7 @@ from torchdoctor.knowledge import Entry, Fix, Hypothesis, KnowledgeBase, Pattern
 from torchdoctor.match import (
     CONFIDENT,
     CONTESTED_PENALTY,
+    OP_BONUS,
     TIER_MESSAGE,
     TIER_REGEX,
     TIER_SYMPTOM,
@@ -413,3 +414,107 @@ def test_an_error_from_another_library_is_named_with_the_frame_that_raised_it(
 def test_torchs_own_errors_are_not_put_on_another_library():
     assert diagnose(LINEAR_TRACEBACK, kb(LINEAR)).raised_by is None
     assert diagnose("ModuleNotFoundError: No module named 'torch._C'", kb(LINEAR)).raised_by is None
+
+
+def test_one_alternation_regex_scores_as_its_phrases_not_a_full_share_on_any_hit():
+    packed = entry("training.packed", symptoms=[
+        r"\bnan\b.{0,20}\bat step\b|\bloss\b.{0,20}\bexplod\w*"])
+    separate = entry("numerics.separate", symptoms=[
+        r"\bloss\b.{0,20}\bnan\b", r"\bnan\b.{0,20}\bat step\b", r"\bloss\b.{0,20}\binf\b"])
+    ranked = diagnose("the loss is nan at step 0", kb(packed, separate)).matches
+    assert [m.entry.id for m in ranked] == ["numerics.separate", "training.packed"]
+    assert "1 of 2 symptom phrases" in ranked[1].reason
+
+
+def test_siblings_with_one_wording_are_told_apart_by_the_op_the_raising_line_calls():
+    bmm = Entry(id="shape.bmm_operands", title="torch.bmm with incompatible operands",
+                category="shape", patterns=[Pattern(regex=LINEAR_REGEX, type="RuntimeError")],
+                hypotheses=[Hypothesis(id="h", statement="s")])
+    linear = entry("shape.linear_in_features", patterns=[("RuntimeError", LINEAR_REGEX)])
+
+    def raised_by(code):
+        return ('Traceback (most recent call last):\n  File "attn.py", line 9, in score\n'
+                f"    {code}\nRuntimeError: mat1 and mat2 shapes cannot be multiplied "
+                "(4x8 and 16x2)\n")
+
+    called = {m.entry.id: m.score for m in
+              diagnose(raised_by("w = torch.bmm(q, k)"), kb(linear, bmm)).matches}
+    assert called["shape.bmm_operands"] == pytest.approx(
+        called["shape.linear_in_features"] + OP_BONUS)
+    module = {m.entry.id: m.score for m in
+              diagnose(raised_by("w = self.proj(q)"), kb(linear, bmm)).matches}
+    assert module["shape.bmm_operands"] == module["shape.linear_in_features"]
+
+
+def test_older_wordings_compare_with_each_shape_as_one_value():
+    conv = entry("shape.conv_rank", patterns=[(None, r"never matches this")], messages=[
+        "Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "
+        "input of size [3, 448, 448] instead"])
+    paste = ("RuntimeError: Expected 4-dimensional input for 4-dimensional weight [32, 1, 5, 5],"
+             " but got 2-dimensional input of size [28, 28] instead\n")
+    [match] = diagnose(paste, kb(conv)).matches
+    assert (match.entry.id, int(match.score)) == ("shape.conv_rank", int(TIER_MESSAGE))
+
+
+def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wording():
+    kernel = entry("shape.kernel_large", patterns=[("RuntimeError", (
+        r"Calculated padded input size per channel: \((?P<size>\d+)\)\. "
+        r"Kernel size: \((?P<kernel>\d+)\)\. Kernel size can't be greater than actual input size"
+    ))])
+    scalar_a = entry("dtype.long_target", patterns=[("RuntimeError", (
+        r"Expected object of scalar type Long but got scalar type \w+ for argument #2 'target'"))])
+    scalar_b = entry("dtype.double_input", patterns=[("RuntimeError", (
+        r"Expected object of scalar type Double but got scalar type \w+ for argument #\d+"))])
+    base = kb(kernel, scalar_a, scalar_b)
+    paste = ("Short clips fail at inference with: Kernel size can't be greater than actual "
+             "input size. How can I pad them?")
+    [match] = diagnose(paste, base).matches
+    assert match.entry.id == "shape.kernel_large"
+    assert TIER_MESSAGE <= match.score < TIER_REGEX
+    # An opening two entries share names neither.
+    shared = "It fails with Expected object of scalar type when I feed the labels"
+    assert diagnose(shared, base).matches == []
+
+
+def test_a_message_quoted_without_its_closing_full_stop_still_matches():
+    bounds = entry("index.target_bounds", patterns=[
+        ("IndexError", r"Target (?P<target>-?\d+) is out of bounds\.")])
+    [match] = diagnose("IndexError: Target 192 is out of bounds\n", kb(bounds)).matches
+    assert (match.entry.id, match.fields["target"]) == ("index.target_bounds", "192")
+    assert match.score >= TIER_TYPE_AND_REGEX
+
+
+def test_a_message_retyped_in_other_letter_case_matches_below_the_type_tier():
+    batch = entry("shape.loss_batch", patterns=[("ValueError", (
+        r"Expected input batch_size \((?P<input_batch>\d+)\) to match target batch_size "
+        r"\((?P<target_batch>\d+)\)"))])
+    short = entry("distributed.failed", patterns=[(None, r"(?P<script>\S+) FAILED")])
+    text = "ValueError: expected input batch_size (6) to match target batch_size (2)\n"
+    [match] = diagnose(text, kb(batch, short)).matches
+    assert (match.entry.id, match.fields["input_batch"]) == ("shape.loss_batch", "6")
+    assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX
+    # A short pattern is never tried in another case: "train.py failed" is not it.
+    assert diagnose("RuntimeError: train.py failed\n", kb(short)).matches == []
+
+
+def test_a_log_line_names_its_numbers_with_identifiers_that_read_as_words():
+    nan = entry("numerics.nan", symptoms=[r"\bloss\b.{0,40}\bnan\b"])
+    hang = entry("distributed.hang", symptoms=[r"\bnccl\b.{0,100}\bstuck\b"])
+    logged = diagnose("after some epochs:\nEpoch: 12 mask_loss:  nan size_loss:  nan\n",
+                      kb(nan, hang)).matches
+    assert [m.entry.id for m in logged] == ["numerics.nan"]
+    # A setting is not a logged value's name: NCCL_P2P_DISABLE stays one word.
+    setting = "with NCCL_P2P_DISABLE=1 the K80s no longer get stuck, the loss is 2.3"
+    assert diagnose(setting, kb(hang)).matches == []
+
+
+def test_a_traceback_cut_before_its_error_is_matched_on_the_words_around_it():
+    dynamo = entry("compile.python_unsupported", patterns=[
+        ("RuntimeError", r"Dynamo is not supported on Python (?P<python>3\.\d+)\+?")])
+    paste = ("Under Python 3.12 even the CLI stops: Dynamo is not supported on Python 3.12+\n\n"
+             "Traceback (most recent call last):\n"
+             '  File ".tox/bin/tool", line 5, in <module>\n'
+             "    from tool.lab import main\n")
+    [match] = diagnose(paste, kb(dynamo)).matches
+    assert (match.entry.id, match.fields["python"]) == ("compile.python_unsupported", "3.12")
+    assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX

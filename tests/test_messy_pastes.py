@@ -225,7 +225,8 @@ def test_an_old_torch_wording_alone_is_an_error_line():
     paste = ("log:\nTHCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=34 error=10 : invalid "
              "device ordinal\n")
     parsed = parse_traceback(paste)
-    assert parsed.message.startswith("THCudaCheck FAIL") and parsed.message.endswith("ordinal")
+    assert parsed.message == ("cuda runtime error (10) : invalid device ordinal at "
+                              "torch/csrc/cuda/Module.cpp:34")
 
 
 def test_the_lines_a_message_opens_with_a_colon_come_with_it(kb):
@@ -276,3 +277,184 @@ def test_a_question_under_the_error_line_is_not_part_of_it():
     for question in ("Excuse me, how to solve this error?", "第一次运行正常，现在出错了。"):
         paste = f"RuntimeError: CUDA error: invalid device ordinal\n{question}\n"
         assert parse_traceback(paste).message == "CUDA error: invalid device ordinal"
+
+
+# --- forms read since the parser learned them -----------------------------------------
+
+SPAWNED = '''\
+Traceback (most recent call last):
+  File "C:\\work\\ddp\\launch.py", line 31, in <module>
+    mp.spawn(worker, args=(2,), nprocs=2)
+  File "C:\\tools\\py39\\lib\\site-packages\\torch\\multiprocessing\\spawn.py", line 160, in join
+    raise ProcessRaisedException(msg, error_index, failed_process.pid)
+torch.multiprocessing.spawn.ProcessRaisedException:
+
+-- Process 1 terminated with the following error:
+Traceback (most recent call last):
+  File "C:\\tools\\py39\\lib\\site-packages\\torch\\multiprocessing\\spawn.py", line 69, in _wrap
+    fn(i, *args)
+  File "C:\\work\\ddp\\launch.py", line 12, in worker
+    dist.init_process_group("nccl", rank=rank, world_size=world)
+RuntimeError: Distributed package doesn't have NCCL built in
+'''
+
+
+def test_a_markdown_heading_holding_the_error_keeps_its_paired_quotes():
+    paste = ("# RuntimeError: Expected a 'cpu' device type for generator but found 'cuda'\n"
+             "My loader worked yesterday, what changed?\n")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "Expected a 'cpu' device type for generator but found 'cuda'")
+
+
+def test_an_error_inside_a_sentence_in_another_language_keeps_its_closing_quote():
+    paste = ("训练时出现 RuntimeError: Expected object of scalar type Float but got scalar type "
+             "Double for argument #2 'other'，请问怎么改？")
+    assert parse_traceback(paste).message == (
+        "Expected object of scalar type Float but got scalar type Double for argument #2 'other'")
+
+
+def test_vs_codes_exception_has_occurred_gives_the_type_and_the_message_under_it():
+    paste = ('The debugger stops here:\n\nException has occurred: RuntimeError\n'
+             'input.size(-1) must be equal to input_size. Expected 8, got 3\n'
+             '  File "/home/me/seq/model.py", line 30, in forward\n'
+             '    out, _ = self.rnn(x)\n'
+             '  File "/home/me/seq/train.py", line 52, in <module>\n'
+             '    y = net(batch)\n')
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "input.size(-1) must be equal to input_size. Expected 8, got 3")
+    assert parsed.extras["source"] == "error_line_outside_traceback"
+    assert (parsed.user_frame.file, parsed.phase) == ("/home/me/seq/model.py", "forward")
+
+
+def test_mp_spawn_re_raising_a_childs_error_is_read_through_to_the_child(kb):
+    parsed = parse_traceback(SPAWNED)
+    assert (parsed.type, parsed.message) == ("RuntimeError",
+                                             "Distributed package doesn't have NCCL built in")
+    assert [link.type for link in parsed.chain] == ["RuntimeError", "ProcessRaisedException"]
+    assert parsed.user_frame.function == "worker"
+    assert top(SPAWNED, kb) == "distributed.nccl_not_available"
+
+
+def test_the_error_line_above_a_cut_spawn_traceback_replaces_the_wrapper():
+    paste = ("RuntimeError: Distributed package doesn't have NCCL built in\n\nthe whole log:\n"
+             + SPAWNED.split("-- Process")[0])
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == ("RuntimeError",
+                                             "Distributed package doesn't have NCCL built in")
+
+
+def test_a_worker_traceback_pasted_without_the_main_process_keeps_its_wrapper():
+    paste = ("Caught KeyError in DataLoader worker process 1.\n"
+             "Original Traceback (most recent call last):\n"
+             '  File "/opt/py/site-packages/torch/utils/data/_utils/worker.py", line 308, '
+             "in _worker_loop\n"
+             "    data = fetcher.fetch(index)\n"
+             '  File "/srv/audio/dataset.py", line 40, in __getitem__\n'
+             '    label = self.labels[row["name"]]\n'
+             "KeyError: 'dog_bark_12'\n")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == ("KeyError", "'dog_bark_12'")
+    assert [link.type for link in parsed.chain] == ["KeyError", "KeyError"]
+    assert parsed.chain[1].message == "Caught KeyError in DataLoader worker process 1."
+    assert (parsed.phase, parsed.extras["dataloader_worker"]) == ("data_loading", 1)
+
+
+CUT_AT_RAISE = ('Traceback (most recent call last):\n'
+                '  File "fit.py", line 88, in <module>\n'
+                '    loss.backward()\n'
+                '  File "/usr/lib/python3/site-packages/torch/autograd/__init__.py", line 85, '
+                'in _make_grads\n'
+                '    raise RuntimeError("grad can be implicitly created only for scalar outputs")\n')
+
+
+@pytest.mark.parametrize("ending", ["", "RuntimeError: grad can be implicit\n"])
+def test_a_message_cut_off_is_completed_from_the_line_that_raised_it(kb, ending):
+    paste = "Here is what I get:\n" + CUT_AT_RAISE + ending
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "grad can be implicitly created only for scalar outputs")
+    assert parsed.extras["source"] == "raise_statement"
+    assert top(paste, kb) == "autograd.grad_non_scalar"
+
+
+def test_a_raise_built_at_run_time_is_not_guessed():
+    paste = CUT_AT_RAISE.replace('"grad can be implicitly created only for scalar outputs"',
+                                 'f"bad output {name}"')
+    assert parse_traceback(paste).message == ""
+
+
+def test_bold_opened_on_the_frame_line_and_closed_after_the_message():
+    paste = ("Saving features dies:\n\n"
+             '**File "/data/feat/helper.py", line 33, in save_features\n'
+             "feats = torch.stack(feats).view(-1, 64)\n"
+             "RuntimeError: stack expects each tensor to be equal size, but got [100, 512] at "
+             "entry 0 and [64, 512] at entry 28**\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message == ("stack expects each tensor to be equal size, but got [100, 512] "
+                              "at entry 0 and [64, 512] at entry 28")
+    assert parsed.frames[0].function == "save_features"
+
+
+def test_an_old_thcudacheck_line_reads_as_the_error_torch_raised_for_it(kb):
+    paste = ("Validation starts and memory climbs to the limit, then:\n"
+             "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 "
+             "error=2 : out of memory\n"
+             "Traceback (most recent call last):\n"
+             '  File "val.py", line 20, in <module>\n'
+             "    out = net(images)\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message == ("cuda runtime error (2) : out of memory at "
+                              "/pytorch/aten/src/THC/generic/THCStorage.cu:58")
+    assert top(paste, kb) == "memory.cuda_oom"
+    # The exception line itself cut short: the line above continues it.
+    cut = parse_traceback(paste + "RuntimeError: cuda runtime error (\n")
+    assert (cut.type, cut.message) == ("RuntimeError", parsed.message)
+
+
+def test_an_error_line_written_above_a_streamlit_traceback_ends_where_the_frames_begin():
+    paste = ('The app page shows:\n\n'
+             'RuntimeError: Error(s) in loading state_dict for ResNet:\n'
+             'Unexpected key(s) in state_dict: "epoch", "model", "optimizer".\n'
+             'Traceback:\n'
+             'File "C:\\Users\\me\\app\\main.py", line 21, in <module>\n'
+             '    net.load_state_dict(torch.load(path))\n')
+    parsed = parse_traceback(paste)
+    assert parsed.message == ('Error(s) in loading state_dict for ResNet:\n'
+                              'Unexpected key(s) in state_dict: "epoch", "model", "optimizer".')
+    assert parsed.user_frame.line == 21
+
+
+def test_a_message_retyped_with_full_width_punctuation_reads_as_torch_printed_it():
+    paste = ("换成第二张卡就报 “RuntimeError： Attempting to deserialize object on CUDA device 1 "
+             "but torch。cuda.device_count（） is 1” 怎么办")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "Attempting to deserialize object on CUDA device 1 but "
+                        "torch.cuda.device_count() is 1")
+
+
+def test_a_warning_printed_above_a_cut_traceback_is_not_taken_for_its_error(kb):
+    paste = ("/home/me/gen/transform.py:134: UserWarning: To copy construct from a tensor, it is "
+             "recommended to use sourceTensor.clone().detach() or "
+             "sourceTensor.clone().detach().requires_grad_(True), rather than "
+             "torch.tensor(sourceTensor).\n"
+             "  ids = torch.tensor(data.ids, dtype=torch.int64)\n"
+             "Traceback (most recent call last):\n"
+             '  File "generate.py", line 79, in <module>\n'
+             "    ckpt = torch.load(args.ckpt, map_location=device)\n")
+    assert top(paste, kb) is None
+
+
+def test_a_kernel_assertion_whose_backticks_markdown_ate_is_still_the_cause(kb):
+    paste = ("`/opt/conda/work/THCUNN/ClassNLLCriterion.cu:101: void "
+             "cunn_ClassNLLCriterion_updateOutput_kernel(Dtype *, Dtype *, Dtype *, long *, "
+             "Dtype *, int, int, int, int, long) [with Dtype = float, Acctype = float]: block: "
+             "[0,0,0], thread: [2,0,0] Assertion t >= 0 && t < n_classes failed.`\n\n"
+             "`RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+             "/opt/conda/work/THC/generated/../THCReduceAll.cuh:339`\n")
+    [line] = parse_traceback(paste).extras["cuda_asserts"]
+    assert line["assertion"] == "t >= 0 && t < n_classes"
+    assert line["text"].endswith("Assertion `t >= 0 && t < n_classes` failed.")
+    assert top(paste, kb) == "index.nll_target_assert"

@@ -22,6 +22,7 @@ from torchdoctor.investigation.probing import factory_for, merge_runs
 from torchdoctor.patient.client import (
     CAPTURE_LIMIT,
     PatientClient,
+    PatientDied,
     PatientRequestError,
     PatientTimeout,
     _split_partial_mark,
@@ -128,6 +129,26 @@ def test_probe_timeout_kills_and_restart_brings_the_target_back():
         assert client.probe("test_echo")["facts"]["model"] == "Sequential"
     finally:
         client.close()
+
+
+def test_a_spawned_patient_is_waited_for_only_when_asked():
+    """``spawn`` returns while the patient still imports torch; ``wait_ready`` gets its hello."""
+    client = PatientClient.spawn()
+    try:
+        assert client.info == {}
+        assert client.wait_ready()["pid"] == client.process.pid
+        assert client.run_script(str(FAULTS / "clean_exit.py"))["exited"] == "clean"
+    finally:
+        client.close()
+
+
+def test_a_patient_that_dies_on_its_way_up_is_closed_and_said():
+    client = PatientClient.spawn({"TORCHDOCTOR_SEED": "not a number"})
+    with pytest.raises(PatientDied) as caught:
+        client.wait_ready()
+    assert "while starting up" in str(caught.value)
+    assert "invalid literal for int()" in caught.value.stderr_tail
+    assert not client.alive
 
 
 def test_fresh_patient_environment_seed_and_cpu_fallback():

@@ -23,6 +23,7 @@ from torchdoctor.knowledge import load_knowledge
 from torchdoctor.patient import targets
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import run_probe
+from torchdoctor.patient.recorder.fix_site import with_fix_site
 from torchdoctor.patient.recorder.recorder import Recorder
 from torchdoctor.patient.recorder.replay import recording_for
 from torchdoctor.probes_manifest import PROBES
@@ -380,3 +381,98 @@ def test_labels_with_a_trailing_dimension_are_read_at_the_loss_call():
     assert judged("shape.multi_target", "one_hot_integer", answer) == "inconclusive"
     assert answer["raised_at"]["line"] == marked("labels_trailing_dim", "RAISES")
     assert answer["fix_at"]["line"] == marked("labels_trailing_dim", "FIX")
+
+
+def test_a_failure_on_the_short_last_batch_is_fixed_where_the_loader_was_built():
+    answer = run_probe("provenance", crashed("last_batch_view"), {})
+    check_contract("provenance", answer)
+    assert answer["status"] == "fail", answer["summary"]
+    facts = answer["facts"]
+    assert (facts["property"], facts["last_batch"]) == ("last_batch", True)
+    assert (facts["batch_size"], facts["last_batch_size"], facts["dataset_len"]) == (4, 2, 10)
+    assert answer["fix_at"]["line"] == marked("last_batch_view", "FIX")
+    assert answer["raised_at"]["line"] == marked("last_batch_view", "RAISES")
+    assert engine_verdict("shape.view_invalid_size", "hardcoded_batch", answer) == "confirmed"
+
+
+def test_a_reshape_that_fails_on_the_first_batch_is_not_blamed_on_the_last_one():
+    answer = run_probe("provenance", crashed("first_batch_view"), {})
+    assert answer["facts"]["last_batch"] is None
+    assert answer["facts"]["property"] != "last_batch"
+    assert engine_verdict("shape.view_invalid_size", "hardcoded_batch", answer) != "confirmed"
+
+
+def test_a_probe_that_found_the_cause_gets_the_fix_site_the_replay_traced():
+    ctx = crashed("target_view_merges_batch")
+    answer = with_fix_site(ctx, run_probe("trace", ctx, {"backward": True}))
+    assert answer["status"] == "fail", answer["summary"]
+    assert answer["fix_at"]["line"] == marked("target_view_merges_batch", "FIX")
+    assert "view" in answer["facts"]["fix_why"]
+
+
+def test_a_probe_that_found_nothing_gets_no_fix_site():
+    ctx = crashed("target_view_merges_batch")
+    passed = {"status": "pass", "summary": "", "facts": {}, "location": None}
+    assert "fix_at" not in with_fix_site(ctx, passed)
+
+
+def test_the_failing_call_of_a_child_module_is_what_the_probes_replay():
+    ctx = crashed("children_loop")
+    assert isinstance(ctx.model, nn.Sequential) and isinstance(ctx.model[0], nn.Linear)
+    with pytest.raises(RuntimeError) as raised:
+        ctx.forward()
+    assert str(raised.value) == ctx.error["message"]
+
+
+def test_a_state_carried_into_the_next_iteration_is_fixed_where_the_loop_binds_it():
+    answer = run_probe("provenance", crashed("carried_hidden"), {})
+    check_contract("provenance", answer)
+    assert answer["facts"]["property"] == "carried_state"
+    assert answer["fix_at"]["line"] == marked("carried_hidden", "FIX")
+    assert answer["raised_at"]["line"] == marked("carried_hidden", "RAISES")
+    assert engine_verdict("autograd.backward_twice", "state_carried_over", answer) == "confirmed"
+
+
+def test_two_losses_of_one_forward_are_not_taken_for_carried_state():
+    answer = run_probe("provenance", crashed("two_losses_shared"), {})
+    assert answer["facts"]["property"] != "carried_state"
+    assert engine_verdict("autograd.backward_twice", "state_carried_over", answer) != "confirmed"
+
+
+@pytest.mark.parametrize("name", ["skip_size_odd", "skip_size_literal"])
+def test_feature_maps_that_no_longer_line_up_are_fixed_where_the_input_size_is_set(name):
+    answer = run_probe("provenance", crashed(name), {})
+    check_contract("provenance", answer)
+    assert answer["facts"]["property"] == "input_size"
+    assert answer["fix_at"]["line"] == marked(name, "FIX")
+    assert answer["raised_at"]["line"] == marked(name, "RAISES")
+
+
+def test_tensors_made_with_different_sizes_are_fixed_where_they_were_made():
+    answer = run_probe("provenance", crashed("collate_label_lengths"), {})
+    check_contract("provenance", answer)
+    facts = answer["facts"]
+    assert (facts["property"], facts["odd_shape"], facts["common_shape"]) == ("item_size", [5], [4])
+    assert answer["fix_at"]["line"] == marked("collate_label_lengths", "FIX")
+    assert answer["raised_at"]["line"] == marked("collate_label_lengths", "RAISES")
+
+
+def test_an_out_of_range_label_gets_no_fix_site_where_the_labels_were_made():
+    ctx = crashed("head_too_narrow")
+    answer = with_fix_site(ctx, run_probe("index_range", ctx, {}))
+    assert answer["status"] == "fail", answer["summary"]
+    assert answer.get("fix_at") is None
+
+
+def test_images_with_the_wrong_channels_are_fixed_in_the_reader_that_shaped_the_array():
+    ctx = crashed("gray_reader")
+    answer = run_probe("provenance", ctx, {})
+    check_contract("provenance", answer)
+    facts = answer["facts"]
+    assert (facts["property"], facts["channels_expected"], facts["channels_got"]) == (
+        "channels", 3, 1)
+    assert facts["data_source"]["op"] == "torch.from_numpy"
+    assert answer["fix_at"]["line"] == marked("gray_reader", "FIX")
+    census = with_fix_site(ctx, run_probe("census", ctx, {}))
+    assert census["status"] == "fail", census["summary"]
+    assert census["fix_at"]["line"] == marked("gray_reader", "FIX")

@@ -163,3 +163,84 @@ def test_an_input_without_its_batch_dimension_rejects_a_wrong_in_features():
     provenance = {"status": "fail", "facts": {"raised": True, "batch_merged": True}}
     assert judge(hypotheses["flattened_batch"], provenance, match.fields, error).verdict == \
         "confirmed"
+
+
+def _confirmed(key, support=1):
+    return Finding(probe="p", status="fail", summary="", hypothesis=key, verdict="confirmed",
+                   location=None, facts={}, support=support)
+
+
+def test_a_cause_that_explains_a_generic_symptom_sets_the_symptom_aside():
+    from torchdoctor.investigation.verdicts import settle_across
+
+    symptom = _confirmed("training.cannot_overfit_batch/optimisation_bug", support=3)
+    cause = _confirmed("training.missing_zero_grad/no_zero_grad")
+    declared = {symptom.hypothesis: (["training.missing_zero_grad"], [])}
+    settle_across([symptom, cause], lambda key: declared.get(key, ([], [])), support)
+    assert (symptom.verdict, cause.verdict) == ("inconclusive", "confirmed")
+    assert "training.missing_zero_grad/no_zero_grad" in symptom.reason
+
+
+def test_a_symptom_stays_confirmed_when_no_cause_that_explains_it_is():
+    from torchdoctor.investigation.verdicts import settle_across
+
+    symptom = _confirmed("training.cannot_overfit_batch/optimisation_bug")
+    unrelated = _confirmed("memory.growing/tensors_kept_with_graph")
+    rejected = _confirmed("training.missing_zero_grad/no_zero_grad")
+    rejected.verdict = "rejected"
+    declared = {symptom.hypothesis: (["training.missing_zero_grad"], [])}
+    settle_across([symptom, unrelated, rejected], lambda key: declared.get(key, ([], [])),
+                  support)
+    assert (symptom.verdict, unrelated.verdict) == ("confirmed", "confirmed")
+
+
+def test_of_two_causes_that_exclude_each_other_the_better_supported_stays():
+    from torchdoctor.investigation.verdicts import settle_across
+
+    weak = _confirmed("training.lr_too_high/rate_above_divergence", support=1)
+    strong = _confirmed("numerics.nan_loss/unstable_op", support=2)
+    declared = {weak.hypothesis: ([], ["numerics.nan_loss/unstable_op"])}
+    settle_across([weak, strong], lambda key: declared.get(key, ([], [])), support)
+    assert (weak.verdict, strong.verdict) == ("inconclusive", "confirmed")
+    assert "excludes numerics.nan_loss/unstable_op" in weak.reason
+
+
+def test_a_probe_that_could_not_tell_says_why_instead_of_confirming():
+    hypothesis = {"confirm": [{"fact": "learned", "eq": False}]}
+    cut = {"probe": "overfit_batch", "status": "inconclusive", "location": None,
+           "summary": "ran out of its 20 s after 9 of 150 steps", "facts": {"learned": False}}
+    judgement = judge(hypothesis, cut, {})
+    assert judgement.verdict == "inconclusive"
+    assert judgement.reason == "the probe could not tell: ran out of its 20 s after 9 of 150 steps"
+
+
+def test_the_shipped_knowledge_base_declares_the_generic_symptoms_explained():
+    from torchdoctor.investigation.checkup import relations
+    from torchdoctor.knowledge import load_knowledge
+
+    kb = load_knowledge(include_user=False)
+    explained, _ = relations("training.cannot_overfit_batch/optimisation_bug", kb)
+    assert {"training.missing_zero_grad", "training.softmax_into_cross_entropy",
+            "training.detached_graph", "training.loss_constant"} <= set(explained)
+    explained, _ = relations("training.lr_too_high/rate_above_divergence", kb)
+    assert "numerics.nan_loss/unstable_op" in explained
+
+
+def test_a_checkup_keeps_one_cause_and_tells_the_demoted_check_again():
+    from torchdoctor.investigation import checkup
+    from torchdoctor.knowledge import load_knowledge
+
+    kb = load_knowledge(include_user=False)
+    overfit = {"status": "fail", "summary": "cannot overfit one batch", "location": None,
+               "facts": {"learned": False, "reduction": 0.99, "steps_to_fit": None,
+                         "patience_steps": 1500}}
+    order = {"status": "fail", "summary": "gradients accumulate", "location": None,
+             "facts": {"accumulating": True, "zero_grad_before_step": False,
+                       "step_before_backward": False, "eval_mode_during_training": False}}
+    checks = [checkup.judge("overfit_batch", overfit, kb)]
+    assert checks[0].finding.verdict == "confirmed"
+    checks.append(checkup.judge("loop_order", order, kb))
+    demoted = checkup.settle(checks, kb)
+    assert demoted == [checks[0]] and checks[0].hypothesis is None
+    assert [c.finding.verdict for c in checks] == ["inconclusive", "confirmed"]
+    assert checks[1].finding.hypothesis == "training.missing_zero_grad/no_zero_grad"

@@ -205,6 +205,12 @@ def _hypothesis_section(number: int, hypothesis: Hypothesis) -> list[str]:
             lines += [f"*Confirmed when* {_conditions(hypothesis.confirm)}.", ""]
         if hypothesis.reject:
             lines += [f"*Rejected when* {_conditions(hypothesis.reject)}.", ""]
+        if hypothesis.explained_by:
+            lines += ["*Set aside when one of these is confirmed, which explains it:* "
+                      + ", ".join(_code(ref) for ref in hypothesis.explained_by) + ".", ""]
+        if hypothesis.excludes:
+            lines += ["*Cannot stand with:* "
+                      + ", ".join(_code(ref) for ref in hypothesis.excludes) + ".", ""]
     else:
         lines += ["*Probe:* none; this hypothesis stays untested.", ""]
     if hypothesis.fix:

@@ -73,7 +73,8 @@ ENTRY_KEYS = (
 # What an example needs beyond this machine's torch: a GPU, several, Apple's MPS, or an
 # older (or differently built) torch that still raised the message.
 EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
-HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix")
+HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix",
+                   "explained_by", "excludes")
 PATTERN_KEYS = ("type", "regex", "unless")
 PROBE_KEYS = ("name", "params")
 FIX_KEYS = ("summary", "before", "after")
@@ -154,6 +155,11 @@ class Hypothesis:
     confirm: list = field(default_factory=list)
     reject: list = field(default_factory=list)
     fix: Fix | None = None
+    # Causes (``entry.id`` or ``entry.id/hyp``) that produce the symptom this hypothesis
+    # names: when one of them is confirmed on the same run, it is the cause and this
+    # one is set aside. ``excludes``: causes that cannot hold together with this one.
+    explained_by: list[str] = field(default_factory=list)
+    excludes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -333,8 +339,63 @@ def scan_dir(path: Path) -> tuple[list[Entry], list[KBError]]:
                 first_seen[entry_id] = f"{_display(checker.file)}:{line}"
         entries += [entry for entry in built if entry.line not in repeated]
         errors += checker.errors
+    errors += _relation_errors(entries, path)
     errors.sort(key=lambda e: (e.file, e.line))
     return entries, errors
+
+
+def _relation_errors(entries: list[Entry], path: Path) -> list[KBError]:
+    """``explained_by`` / ``excludes`` must name causes that exist (in this directory or
+    the shipped knowledge base), never the hypothesis itself, and ``explained_by`` must
+    not go round in a circle: in a circle every cause would set every other aside."""
+    known = {entry.id: {h.id for h in entry.hypotheses} for entry in entries}
+    if any(ref.split("/")[0] not in known for entry in entries for h in entry.hypotheses
+           for ref in (*h.explained_by, *h.excludes)) and path.resolve() != shipped_dir():
+        shipped, _ = scan_dir(shipped_dir())
+        known = {**{e.id: {h.id for h in e.hypotheses} for e in shipped}, **known}
+    errors = []
+    edges: dict[str, set[str]] = {}
+    for entry in entries:
+        for hyp in entry.hypotheses:
+            key = f"{entry.id}/{hyp.id}"
+            for field_name in ("explained_by", "excludes"):
+                for ref in getattr(hyp, field_name):
+                    entry_id, _, hyp_id = ref.partition("/")
+                    if entry_id not in known or hyp_id and hyp_id not in known[entry_id]:
+                        problem = f"names {ref!r}, which no knowledge-base entry holds"
+                    elif ref in (key, entry.id):
+                        problem = "names the hypothesis itself or its own entry"
+                    else:
+                        problem = ""
+                    if problem:
+                        errors.append(KBError(entry.file, entry.line,
+                                              f"{entry.id}: hypothesis {hyp.id!r}: "
+                                              f"'{field_name}' {problem}"))
+            edges[key] = {f"{ref}/{h}" if "/" not in ref else ref
+                          for ref in hyp.explained_by
+                          for h in (known.get(ref, ()) if "/" not in ref else ("",))}
+            edges[key] = {e.rstrip("/") for e in edges[key]}
+    for entry in entries:
+        for hyp in entry.hypotheses:
+            key = f"{entry.id}/{hyp.id}"
+            if _reaches(edges, key, key):
+                errors.append(KBError(entry.file, entry.line,
+                                      f"{entry.id}: hypothesis {hyp.id!r}: 'explained_by' "
+                                      "goes round in a circle back to it"))
+    return errors
+
+
+def _reaches(edges: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen: set[str] = set()
+    todo = list(edges.get(start, ()))
+    while todo:
+        key = todo.pop()
+        if key == goal:
+            return True
+        if key not in seen:
+            seen.add(key)
+            todo += edges.get(key, ())
+    return False
 
 
 class _FileChecker:
@@ -635,7 +696,26 @@ class _FileChecker:
             confirm=criteria["confirm"],
             reject=criteria["reject"],
             fix=fix,
+            explained_by=self._relations(item, "explained_by", where),
+            excludes=self._relations(item, "excludes", where),
         )
+
+    def _relations(self, item: dict, key: str, where: str) -> list[str]:
+        """``explained_by`` / ``excludes``: ids of other causes, ``entry.id`` or
+        ``entry.id/hyp``; whether they exist is checked once every file is read."""
+        ids = self._strings(item, key, where)
+        good = []
+        for index, ref in enumerate(ids):
+            entry_id, _, hyp_id = ref.partition("/")
+            prefix, _, slug = entry_id.partition(".")
+            if not (prefix in CATEGORIES and slug and _SLUG.match(slug)
+                    and (not hyp_id and "/" not in ref or _SLUG.match(hyp_id))):
+                self.error(_item_line(item.get(key) or [], index),
+                           f"{where}: '{key}' names {ref!r}, which is not 'category.slug' "
+                           "or 'category.slug/hypothesis'")
+                continue
+            good.append(ref)
+        return good
 
     def _fix(self, item: dict, where: str, names: set[str]) -> Fix | None:
         raw = item.get("fix")

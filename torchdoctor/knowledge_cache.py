@@ -18,7 +18,7 @@ from typing import Any
 from torchdoctor import private_cache
 from torchdoctor.knowledge import Entry, Fix, Hypothesis, KBError, KnowledgeBase, Pattern
 
-FORMAT = 2
+FORMAT = 3
 
 
 class _Foreign(Exception):
@@ -83,6 +83,7 @@ def _dump_hypothesis(hypothesis: Hypothesis) -> dict:
         "confirm": hypothesis.confirm, "reject": hypothesis.reject,
         "fix": None if fix is None else [fix.summary, fix.before, fix.after],
         "rewrites": [] if fix is None else fix.rewrites,
+        "explained_by": hypothesis.explained_by, "excludes": hypothesis.excludes,
     }
 
 
@@ -139,6 +140,7 @@ def _hypothesis(raw: Any) -> Hypothesis:
         id=_text(raw["id"]), statement=_text(raw["statement"]), why=_text(raw["why"]),
         predicts=_text(raw["predicts"]), probe=probe, params=_mapping(raw["params"]),
         confirm=_list(raw["confirm"]), reject=_list(raw["reject"]), fix=fix,
+        explained_by=_texts(raw["explained_by"]), excludes=_texts(raw["excludes"]),
     )
 
 

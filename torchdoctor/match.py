@@ -24,7 +24,10 @@ counts 0.6 of that. Ties go to the id, so the order is deterministic.
 
 Calibration: when patterns of two or more entries match one paste, every
 pattern match loses ``CONTESTED_PENALTY`` (the order stays; the certainty
-goes). Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
+goes); among them an entry about an op the user's raising line calls
+(``torch.stack(…)`` for a stack entry, ``a @ b`` for a matmul one) gains
+``OP_BONUS``, because the frame is what tells siblings with one wording apart.
+Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
 prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
 type and a pattern agree and no other entry's pattern matched — names the
 right entry at least 95 % of the time; below it a match is worded as a guess.
@@ -50,7 +53,7 @@ from pathlib import Path
 
 from torchdoctor import facts as derived_facts
 from torchdoctor import private_cache, similar, symptoms
-from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded
+from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.raised_by import raised_by
 
@@ -68,6 +71,17 @@ PHASE_BONUS = 0.05
 SPECIFICITY_WEIGHT = 0.4
 OTHER_LINK_WEIGHT = 0.6
 CONTESTED_PENALTY = 0.5
+# Between entries that all matched, the one about the op the user's raising line calls
+# (torch.stack, not torch.cat; torch.bmm, not nn.Linear) is the one that discriminates.
+OP_BONUS = 0.15
+# The shortest required literal of a pattern tried in any letter case, when no pattern
+# matched as written: long enough that the wording, not its case, identifies it.
+ANY_CASE_LITERAL = 20
+# The shortest required literal of a pattern that recognises a fragment of its message.
+FRAGMENT_LITERAL = 30
+# Fixed text at least this long that two entries share makes neither's phrase its own.
+SHARED_LITERAL = 12
+_EDGE_PUNCTUATION = " .,:;()[]{}'\"#"
 # A top match at or above this is right >= 95 % of the time on the corpus (see above).
 CONFIDENT = 3.0
 
@@ -143,9 +157,16 @@ class _CompiledPattern:
     literal: str
     specificity: float
 
-    def search(self, text: str) -> object | None:
+    def search(self, text: str, any_case: bool = False) -> object | None:
         try:
-            return self.pattern.search(text)
+            if not any_case:
+                return self.pattern.search(text)
+            found = compile_linear(self.pattern.regex, True).search(bounded(text))
+            unless = getattr(self.pattern, "unless", None)
+            if found is not None and unless and compile_linear(unless, True).search(
+                    found.group(0)):
+                return None
+            return found
         except RegexError:  # only from a pattern that was never validated
             return None
 
@@ -180,6 +201,32 @@ class MatchIndex:
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
         self._similarity: similar.SimilarityIndex | None = None
+        self._literals: list[tuple[str, str]] | None = None  # built on first fragment
+        self._phrases: list[tuple[_CompiledPattern, str]] | None = None
+
+    def phrases(self) -> list[tuple[_CompiledPattern, str]]:
+        """Each pattern's longest fixed phrase, normalised, where it is long enough to
+        recognise a fragment; its edges are the punctuation around captured values
+        ("). Kernel size …")."""
+        if self._phrases is None:
+            self._phrases = []
+            for pattern in self.patterns:
+                if len(pattern.literal) >= FRAGMENT_LITERAL:
+                    phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
+                    if len(phrase) >= FRAGMENT_LITERAL:
+                        self._phrases.append((pattern, phrase))
+        return self._phrases
+
+    def distinctive(self, phrase: str, entry: object) -> bool:
+        """Whether only ``entry``'s patterns hold ``phrase``: no other entry's fixed text
+        contains it or is contained in it ("Expected object of scalar type " opens the
+        wordings of half a dozen entries and names none of them)."""
+        if self._literals is None:
+            self._literals = [(p.entry.id, _normalise(run))
+                              for p in self.patterns for run in required_literals(p.pattern.regex)
+                              if len(run) >= SHARED_LITERAL]
+        return not any(owner != entry.id and (run in phrase or phrase in run)
+                       for owner, run in self._literals)
 
     @property
     def similarity(self) -> similar.SimilarityIndex:
@@ -223,9 +270,10 @@ class _LiteralCache:
 
 
 def _normalise(message: str) -> str:
-    """Wording without the numbers and paths that change from run to run."""
+    """Wording without the numbers, shapes and paths that change from run to run."""
     text = _PATH_TOKEN.sub(_path_or_word, bounded(message).lower())
     text = _DECIMAL_RUN.sub("#", text)
+    text = _NUMBER_LIST.sub("#", text)
     return _SPACE_RUN.sub(" ", text).strip()
 
 
@@ -234,6 +282,9 @@ def _normalise(message: str) -> str:
 _PATH_TOKEN = re.compile(r"(?:[a-z]:)?[\w./\\-]+")
 _DECIMAL_RUN = re.compile(r"\d+(?:\.\d+)?")
 _SPACE_RUN = re.compile(r"\s+")
+# A shape is a list of numbers as long as the tensor's rank: "32 3 3", "[10, 512, 512]",
+# "[2 x 64]" are one value each, so wordings that quote shapes of other ranks compare.
+_NUMBER_LIST = re.compile(r"\[#(?:(?:, ?| x | )#){0,15}\]|#(?:(?:, ?| x | )#){1,15}")
 
 
 def _path_or_word(found: re.Match[str]) -> str:
@@ -409,6 +460,8 @@ def render_hypotheses(entry: object, fields: dict) -> list[dict]:
             if probe_name else None,
             "confirm": list(_value(hypothesis, "confirm") or []),
             "reject": list(_value(hypothesis, "reject") or []),
+            "explained_by": list(_value(hypothesis, "explained_by") or []),
+            "excludes": list(_value(hypothesis, "excludes") or []),
             "fix": {
                 "summary": fill_prose(_value(fix, "summary"), fields),
                 "before": fill(_value(fix, "before"), fields),
@@ -453,7 +506,8 @@ def _links(parsed: object) -> list[_Link]:
     return links
 
 
-def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) -> list[_Candidate]:
+def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
+                    raising_code: str | None = None, any_case: bool = False) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
@@ -461,17 +515,27 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
         unwrapped = _LINE_BREAK.sub(" ", link.text) if "\n" in link.text else link.text
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
+        closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
         for pattern in index.patterns:
-            if pattern.literal and pattern.literal not in lowered and (
-                    pattern.literal not in lowered_unwrapped):
+            if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
                 continue
-            found = pattern.search(link.text)
+            if pattern.literal and pattern.literal not in lowered and (
+                    pattern.literal not in lowered_unwrapped) and not (
+                    closed and pattern.literal[-1:] == "." and closed.lower().endswith(
+                        pattern.literal)):
+                continue
+            found = pattern.search(link.text, any_case)
             if not found and unwrapped is not link.text:
-                found = pattern.search(unwrapped)
+                found = pattern.search(unwrapped, any_case)
+            if not found and closed and pattern.pattern.regex.endswith("\\."):
+                # The full stop that ends torch's sentence is what a quote drops first.
+                found = pattern.search(closed, any_case)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
                                                                       link.exc_type)
+            # A message retyped by hand in other letter case is a weaker sign: no type tier.
+            type_agrees = type_agrees and not any_case
             # A kernel assertion names the failed bound itself: it is stronger evidence
             # than the generic "device-side assert triggered" it caused, type or not.
             tier = TIER_TYPE_AND_REGEX if type_agrees or link.is_assertion else TIER_REGEX
@@ -489,13 +553,42 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None) ->
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
     if len(best) > 1:
+        called = _ops_called(raising_code)
         for candidate in best.values():
             candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
             candidate.reason += f"; {len(best) - 1} other entries matched too"
+            named = called & _entry_ops(candidate.entry)
+            if named:
+                candidate.score = round(candidate.score + OP_BONUS, 4)
+                candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
     return list(best.values())
 
 
+# An op the raising line calls: torch.stack(…), F.linear(…), x.bmm(…), a @ b.
+_CALLED = re.compile(r"\.([a-z_][a-z0-9_]{1,40})\s*\(|(@)")
+_ENTRY_OP = re.compile(r"\btorch\.(?:nn\.functional\.)?([a-z_][a-z0-9_]{1,40})|\bnn\.([A-Za-z]\w{1,40})")
+
+
+def _ops_called(code: str | None) -> set[str]:
+    """The ops the user's raising line calls, lower-cased (``@`` reads as matmul)."""
+    if not code:
+        return set()
+    return {"matmul" if found.group(2) else found.group(1).lower()
+            for found in _CALLED.finditer(code[:500])}
+
+
+def _entry_ops(entry: object) -> set[str]:
+    """The ops an entry is about: those its title names as code (``torch.stack``,
+    ``nn.Linear``) and the words of its id's slug (``shape.bmm_batch``: bmm, batch)."""
+    title = str(getattr(entry, "title", "") or "")
+    named = {(a or b).lower() for a, b in _ENTRY_OP.findall(title)}
+    return named | set(str(entry.id).rsplit(".", 1)[-1].split("_"))
+
+
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
+# "file.py:134: UserWarning: …" and the source line Python prints under it.
+_WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:\n[ \t]+[^\n]*)?",
+                           re.MULTILINE)
 
 
 def _same_type(expected: str, actual: str | None) -> bool:
@@ -538,6 +631,18 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(message.entry, score,
                                         "wording of an older torch release matched", {}))
+    for pattern, phrase in index.phrases():
+        # A fragment of the message people copy ("Kernel size can't be greater than actual
+        # input size", without the sizes before it) is still the message when it holds the
+        # whole of a long fixed phrase that every match of the pattern contains.
+        if str(pattern.entry.id) in best:
+            continue
+        if any(phrase in text for text in normalised) and index.distinctive(phrase,
+                                                                            pattern.entry):
+            specificity = len(phrase) / (len(phrase) + 40)
+            score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
+            _keep_best(best, _Candidate(pattern.entry, score,
+                                        "the fixed wording of a pattern matched", {}))
     return list(best.values())
 
 
@@ -565,19 +670,29 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     prose_fields: dict = {}
     if parsed is not None:
         links = _links(parsed)
+        if not links[0].text.strip():
+            # A traceback cut before its exception line, with no error line anywhere:
+            # the words that name the error can only be in the prose or the frames (not
+            # in a warning printed on the way, which is not the error).
+            links.append(_Link(None, _WARNING_LINE.sub("", tail), 1.0))
         # Without frames the parser cannot judge the phase; do not hold "other" against it.
         phase = _value(parsed, "phase") if _value(parsed, "frames") else None
-        candidates = _match_patterns(index, links, phase)
+        user_frame = _value(parsed, "user_frame")
+        candidates = (_match_patterns(index, links, phase, _value(user_frame, "code"))
+                      or _match_patterns(index, links, phase, _value(user_frame, "code"),
+                                         any_case=True))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
     else:
-        candidates = _match_patterns(index, [_Link(None, tail, 1.0)], None)
+        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
+                      or _match_messages(index, [tail]))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and _value(parsed, "type") is None:
         # A sentence that merely reads like an error ("runs out of memory") is prose:
-        # the whole description is read for symptoms, not that one sentence.
-        message = tail
+        # the whole description is read for symptoms, not that one sentence (nor the
+        # warnings printed on the way).
+        message = _WARNING_LINE.sub("", tail)
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits.

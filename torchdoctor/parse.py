@@ -20,9 +20,16 @@ Torch-free, pure and deterministic. Choices worth knowing:
 * A traceback cut before its exception line takes the error line written above or
   below it (``extras["source"] == "error_line_outside_traceback"``), so an error line
   anywhere in the paste never leaves the message empty.
+* A message cut short, or a traceback cut after its last frame, is completed from that
+  frame's ``raise SomeError("literal")`` line (``parsing/raise_site.py``).
+* A wrapper that re-raises another process's error is read through: a DataLoader
+  worker's ``Caught X in DataLoader worker process N`` (with or without the main
+  process's frames) and mp.spawn's ``ProcessRaisedException`` with ``-- Process N
+  terminated with the following error:``; the inner error is the root.
 * ``extras["source"]`` says where the message came from: ``traceback``,
-  ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``,
-  ``error_record``, ``cuda_assert`` or ``error_line_outside_traceback``.
+  ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``, ``ide`` (an
+  IDE's "Exception has occurred: Type" and the lines under it), ``error_record``,
+  ``cuda_assert``, ``error_line_outside_traceback`` or ``raise_statement``.
 """
 
 from __future__ import annotations
@@ -33,10 +40,12 @@ from dataclasses import dataclass
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boilerplate, warnings_seen
 from torchdoctor.parsing.focus import focus_on_errors
+from torchdoctor.parsing.frames import read_frame_line
 from torchdoctor.parsing.lines import CleanLines, clean_lines
 from torchdoctor.parsing.loose import LooseError, find_loose_error
 from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
 from torchdoctor.parsing.phase import judge_phase
+from torchdoctor.parsing.raise_site import completes, raised_message
 from torchdoctor.parsing.scanner import (
     FoundTraceback,
     TracebackScanner,
@@ -47,6 +56,12 @@ from torchdoctor.parsing.signature import message_signature
 __all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
 
 LAUNCHER_SUMMARIES = frozenset({"ChildFailedError", "SignalException"})
+# Exceptions that only carry another process's error: an error line found beside a
+# traceback cut at one of them is that error, whatever its type.
+WRAPPERS = LAUNCHER_SUMMARIES | {"ProcessRaisedException"}
+# A message this short may have been cut; an error line this near that continues it wins.
+CUT_MESSAGE = 60
+NEAR_LINES = 30
 DATALOADER_WORKER = re.compile(r"in DataLoader worker process (\d{1,9})\b")
 
 
@@ -107,6 +122,9 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         extras["other_errors"] = _other_errors(candidates, chosen)
         if not chain[root].message.strip():
             _message_from_outside(lines, chosen, chain[root], extras)
+        elif len(chain[root].message) < CUT_MESSAGE:
+            _cut_message_from_outside(lines, chosen, chain[root], extras)
+        _message_from_raise(chain[root], extras)
     else:
         chain = _lone_error(lines, extras)
         root = 0
@@ -204,11 +222,16 @@ def _loose_link(lines: CleanLines, found: LooseError) -> ChainLink:
 
 def _without_prose(message: str) -> str:
     """Continuation lines up to the first one a person wrote: a question, an exclamation,
-    or words in another script ("Excuse me, how to solve this?" under the error)."""
+    or words in another script ("Excuse me, how to solve this?" under the error); or up
+    to the traceback that follows an error line written first (a frame, or a header such
+    as Streamlit's bare ``Traceback:``)."""
     lines = message.split("\n")
     for position, line in enumerate(lines[1:], start=1):
         stripped = line.strip()
         if stripped.endswith(("?", "!", "？", "！")) or (stripped and not stripped[0].isascii()):
+            return "\n".join(lines[:position]).rstrip()
+        if stripped.startswith("Traceback") or (stripped.startswith("File ")
+                                                and read_frame_line(stripped)):
             return "\n".join(lines[:position]).rstrip()
     return message
 
@@ -229,14 +252,47 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
     # exception in the middle of a "frame".
     found = (find_loose_error(lines.texts, outside, lines.error_records)
              or find_loose_error(lines.texts, range(start, min(end, len(lines.texts)))))
-    if found is None or (link.type and found.full_type
+    if found is None or (link.type and link.type not in WRAPPERS and found.full_type
                          and short_type(found.full_type) != link.type):
         return
     adopted = _loose_link(lines, found)
     link.message = adopted.message
-    if not link.type:
+    if not link.type or (link.type in WRAPPERS and adopted.type):
         link.type, link.full_type = adopted.type, adopted.full_type
+    if found.source == "ide" and found.index < start:
+        link.frames.reverse()  # an IDE lists the frames under its message innermost first
     extras["source"] = "error_line_outside_traceback"
+
+
+def _cut_message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink,
+                              extras: dict) -> None:
+    """A short message that an error line near the traceback continues was cut there
+    ("RuntimeError: cuda runtime error (" under "THCudaCheck FAIL … error=2 : out of
+    memory"): the longer line is the message."""
+    start, end = chosen.traceback.start, chosen.traceback.end
+    if lines.ranks[chosen.position] is not None or len(set(lines.ranks)) > 1:
+        return
+    near = [*range(start - 1, max(start - NEAR_LINES, 0) - 1, -1),
+            *range(end, min(end + NEAR_LINES, len(lines.texts)))]
+    found = find_loose_error(lines.texts, near, lines.error_records)
+    cut = link.message.strip()
+    if found is None or len(found.message) <= len(cut) or not found.message.startswith(cut):
+        return
+    link.message = found.message
+    extras["source"] = "error_line_outside_traceback"
+
+
+def _message_from_raise(link: ChainLink, extras: dict) -> None:
+    """An empty or cut message completed from the literal its innermost frame raised."""
+    raised = raised_message(link.frames)
+    if raised is None or not completes(link.message, raised[1]):
+        return
+    if link.type and link.type != raised[0]:
+        return
+    link.message = raised[1]
+    if not link.type:
+        link.type = link.full_type = raised[0]
+    extras["source"] = "raise_statement"
 
 
 def _user_frame(chain: list[ChainLink], root: int) -> Frame | None:

@@ -251,6 +251,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "lr_zero",
                 "not_in_optimizer",
                 "not_in_optimizer_count",
+                "optimizer_built_at",
                 "frozen_count",
                 "step_called",
                 "step_calls",
@@ -306,6 +307,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "sigmoid_before_bce_logits",
                 "loss_functions",
                 "head_module",
+                "output_floor_before_sigmoid",
+                "output_made_by",
             ),
         ),
         ProbeSpec(
@@ -327,6 +330,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "used_train_step",
                 "steps_to_fit",
                 "patience_steps",
+                "out_of_time",
+                "loss_reads_targets",
             ),
         ),
         ProbeSpec(
@@ -453,7 +458,9 @@ PROBES: dict[str, ProbeSpec] = {
                 "raised_at", "fix_at", "why", "write_kind", "write_op", "written_param",
                 "saved_at", "batch_merged", "batch_size", "merged_by", "called_at", "odd_value",
                 "operands", "offending_argument", "made_noncontiguous_at", "cut_by", "chain",
-                "recording_tail",
+                "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
+                "carried_shape", "made_at", "read_at", "input_shape", "size_set_at", "odd_shape",
+                "common_shape", "channels_expected", "channels_got", "data_source",
             ),
         ),
         ProbeSpec(
@@ -497,6 +504,74 @@ PROBES: dict[str, ProbeSpec] = {
                 "shapes_match", "classes", "target_in_class_range", "input_produced_at",
                 "target_produced_at", "problems", "error_type", "error_message",
             ),
+        ),
+        ProbeSpec(
+            "inplace_leaf",
+            "autograd",
+            "the leaf tensor the failing line writes in place, read in the failing frame: a"
+            " parameter that already holds a gradient (a hand-written update) or one written"
+            " while it is initialised",
+            "failure",
+            facts=("written", "is_parameter", "has_grad", "reads_grad", "function",
+                   "updates_after_backward", "initialising"),
+        ),
+        ProbeSpec(
+            "loss_construction",
+            "loss",
+            "a loss class being constructed in the failing frames with tensors among its"
+            " arguments (nn.CrossEntropyLoss(output, target))",
+            "failure",
+            facts=("loss_class", "tensor_arguments", "constructed_with_tensors"),
+        ),
+        ProbeSpec(
+            "graph_carrier",
+            "autograd",
+            "the tensor NumPy refused because it requires grad: computed or a leaf, read in"
+            " the failing frames, and the line that made it, walked back in the recording",
+            "failure",
+            facts=("carrier_computed", "carrier_grad_fn", "carrier_shape", "made_at",
+                   "reproduced"),
+        ),
+        ProbeSpec(
+            "backward_root",
+            "autograd",
+            "the tensor backward() was called on, from the failing frames: its shape and"
+            " whether a loss returned it unreduced (reduction='none'), and the line that"
+            " chose the reduction",
+            "failure",
+            facts=("root_shape", "root_numel", "root_grad_fn", "reduction_none",
+                   "loss_module", "built_at"),
+        ),
+        ProbeSpec(
+            "argument_value",
+            "other",
+            "the value a torch op refused for a tensor argument, read in the failing frames:"
+            " its type, whether it is a container of tensors, and the user's line that bound"
+            " it (a module call or not)",
+            "failure",
+            facts=("argument", "value_type", "is_container", "holds_tensors", "held_as",
+                   "from_module_call", "bound_at"),
+        ),
+        ProbeSpec(
+            "label_encoding",
+            "loss",
+            "the target rows at a class-index loss, read in the failing frames against the"
+            " input's classes: one-hot, multi-hot or one-hot flattened by view(-1); the fix"
+            " where the labels were written or where the loss was chosen",
+            "failure",
+            facts=("loss", "input_shape", "target_shape", "classes", "target_binary",
+                   "rows_match_input", "flattened_rows", "ones_per_row", "one_hot",
+                   "multi_hot", "labels_made_at", "loss_chosen_at"),
+        ),
+        ProbeSpec(
+            "sampled_ids",
+            "index",
+            "ids at an Embedding that reach past its table, read against the width of the"
+            " model's own scores (the model run again on ids in range) and whether the caller"
+            " samples ids from them; the line that built the module setting that width",
+            "failure",
+            facts=("num_embeddings", "max_id", "output_width", "widest_module",
+                   "output_wider_than_table", "ids_within_output", "ids_fed_back"),
         ),
     )
 }

@@ -17,6 +17,7 @@ those phrases beside the text, so one regex serves both.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
@@ -170,6 +171,11 @@ def readings(text: str) -> list[str]:
     return said
 
 
+# A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
+_LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0,3}[:=]?[ \t]{0,3}"
+                          r"(?:[-+]?\d|nan\b|inf\b))", re.IGNORECASE)
+
+
 @dataclass
 class SymptomMatch:
     """An entry whose symptom regexes matched, and how well."""
@@ -193,6 +199,35 @@ def symptom_regexes(entry: object) -> list[object]:
     return list(getattr(entry, "symptoms", None) or [])
 
 
+@functools.lru_cache(maxsize=4096)
+def phrases(regex: str) -> tuple[str, ...]:
+    """The top-level alternatives of a symptom regex, each a phrase of its own.
+
+    ``a|b`` written as one regex says as much as ``a`` and ``b`` written as two: an
+    entry that packs its phrases into one alternation must not score a full share
+    of its symptoms whichever single phrase a text happens to hit.
+    """
+    branches, depth, start, escaped, in_class = [], 0, 0, False, False
+    for position, char in enumerate(regex):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(regex[start:position])
+            start = position + 1
+    branches.append(regex[start:])
+    return tuple(branches) if all(b.strip() for b in branches) else (regex,)
+
+
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
@@ -204,22 +239,36 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     said = readings(seen)
     if said:
         seen = seen + "\n" + "\n".join(said)
+    # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those
+    # are read as words too, so a phrase about the loss finds "mask_loss" as "mask loss".
+    words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
+        "_" in seen) else None
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
             continue
         matched: list[str] = []
         captured: dict[str, str] = {}
-        matched_chars = 0
+        matched_chars = total = 0
         for regex in regexes:
-            compiled = _compile(regex)
-            found = compiled.search(seen) if compiled else None
-            if found:
-                matched.append(compiled.pattern)
+            branches = phrases(str(getattr(regex, "regex", regex)))
+            total += len(branches)
+            if len(branches) > 1 and (whole := _compile(regex)) is not None and not (
+                    whole.search(seen) or (words and whole.search(words))):
+                continue  # one search settles a miss; branches are only read on a hit
+            hits = [(branch, found) for branch in branches
+                    if (compiled := _compile(branch)) is not None
+                    and (found := compiled.search(seen) or (
+                        words and compiled.search(words))) is not None]
+            if hits:
+                # One phrase of the alternation counts, the longest hit: an entry's
+                # phrases that all say the same thing in other words are one symptom.
+                branch, found = max(hits, key=lambda hit: len(hit[1].group(0)))
+                matched.append(branch)
                 matched_chars += len(found.group(0))
                 captured.update({k: v for k, v in found.groupdict().items() if v is not None})
         if matched:
             specificity = matched_chars / (matched_chars + 20)
-            results.append(SymptomMatch(entry, matched, len(regexes), specificity, captured))
+            results.append(SymptomMatch(entry, matched, total, specificity, captured))
     results.sort(key=lambda m: (-len(m.matched), -m.specificity, str(getattr(m.entry, "id", ""))))
     return results

@@ -63,42 +63,59 @@ def run(args: argparse.Namespace) -> int:
         return open_app(script=args.script, argv=list(args.args), kind="run", autostart=True,
                         kb_dirs=tuple(getattr(args, "kb", ()) or ()), notice=notice)
     from torchdoctor.patient.client import PatientClient, PatientError
+    from torchdoctor.preload import KnowledgeAhead
+    from torchdoctor.timeline import Timeline
 
+    timeline = Timeline()
     script = os.path.abspath(args.script)
-    from torchdoctor.recording import finish_run, start_run
-
-    # Opened before anything runs and written as it happens: a kill leaves the session.
-    session = None if args.no_session else start_run(args.script, args.args)
-    try:
-        client = PatientClient.start(budget=args.probe_timeout)
-    except PatientError as exc:
-        if session is not None:
-            session.note(f"could not start the patient process: {exc}")
-            session.close()
-        print(f"torchdoctor run: could not start the patient process: {exc}", file=sys.stderr)
-        return EXIT_UNCONFIRMED
-
+    # Spawned first, so its torch import runs while the doctor reads the knowledge base
+    # (in a thread, which the script's run leaves time for) and opens the session.
+    client = PatientClient.spawn(budget=args.probe_timeout)
     with client:
+        knowledge = KnowledgeAhead(getattr(args, "kb", None) or ())
+        from torchdoctor.recording import finish_run, start_run
+
+        # Opened before the script runs and written as it happens: a kill leaves the session.
+        session = None if args.no_session else start_run(args.script, args.args)
+        timeline.mark("session_opened")
+        try:
+            client.wait_ready()
+        except PatientError as exc:
+            if session is not None:
+                session.note(f"could not start the patient process: {exc}")
+                session.close()
+            print(f"torchdoctor run: could not start the patient process: {exc}",
+                  file=sys.stderr)
+            return EXIT_UNCONFIRMED
+        timeline.mark("patient_ready")
         try:
             report = client.run_script(script, args.args, timeout=args.timeout)
         except PatientError as exc:
+            timeline.mark("script_ended")
             outcome = _outcome_of_crash(args.script, exc)
+            if not args.json:
+                _echo_output(outcome)
             if session is not None:
                 finish_run(session, outcome)
         else:
-            outcome = _investigate(args, report, client, session)
+            timeline.mark("script_ended")
+            if not args.json:
+                _echo_output(report)
+            outcome = _investigate(args, report, client, session, knowledge, timeline)
+            timeline.mark("tested")
             # Finished while the patient lives: the repro is cut from the live failure.
             if session is not None:
                 finish_run(session, {**outcome, "traceback": report.get("traceback")}, client)
+    timeline.mark("finished")
     if session is not None:
         session.close()
         outcome["session"] = session.id
+    outcome["timings"] = timeline.to_dict()
     if args.json:
         json.dump(outcome, sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
     else:
-        _echo_output(outcome)
-        print_text(outcome)
+        print_text(outcome, diagnosis_shown="diagnosis_shown" in timeline.marks)
     return outcome_status(outcome)
 
 
@@ -127,7 +144,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
-                 session: Any = None) -> dict:
+                 session: Any, knowledge: Any, timeline: Any) -> dict:
+    """Diagnose the failure, show the diagnosis at once (text), then test its hypotheses."""
     outcome: dict[str, Any] = {
         "target": args.script, "argv": list(args.args), "exited": report["exited"],
         "exit_code": report["exit_code"], "error": None, "matches": [], "findings": [],
@@ -138,11 +156,11 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
         return outcome
     from torchdoctor.investigation.hypotheses import order_by_evidence, test_hypotheses
     from torchdoctor.investigation.probing import factory_for
-    from torchdoctor.knowledge import KnowledgeError, load_knowledge
+    from torchdoctor.knowledge import KnowledgeError
     from torchdoctor.match import diagnose
 
     try:
-        kb = load_knowledge(getattr(args, "kb", None) or ())
+        kb = knowledge.result()
     except KnowledgeError as error:
         outcome["error"] = {"type": report["error"]["type"],
                             "message": report["error"]["message"]}
@@ -151,13 +169,31 @@ def _investigate(args: argparse.Namespace, report: dict[str, Any], client: Any,
     diagnosis = diagnose(report["traceback"], kb)
     shape = diagnosis.to_dict()
     outcome["error"] = shape["error"]
+    outcome["matches"] = shape["matches"][: args.top]
+    timeline.mark("diagnosed")
+    if not args.json:
+        print_diagnosis(outcome, _testable(outcome["matches"], _only(args)))
+        timeline.mark("diagnosis_shown")
     journal = _journal_as_it_happens(session, report["traceback"], shape, args.top)
+
+    def judged(finding: Any) -> None:
+        timeline.add("findings")
+        if journal is not None:
+            journal(finding)
+
     findings = test_hypotheses(diagnosis, factory_for(client), top=args.top,
-                               only=_only(args), on_finding=journal)
+                               only=_only(args), on_finding=judged)
     matches, findings = order_by_evidence(shape["matches"][: args.top], findings)
     outcome["matches"] = matches
     outcome["findings"] = [finding.to_dict() for finding in findings]
     return outcome
+
+
+def _testable(matches: list[dict], only: list[str] | None) -> int:
+    """How many of the shown hypotheses a probe will test (the others stay untested)."""
+    return sum(1 for match in matches for hyp in match.get("hypotheses") or []
+               if (hyp.get("probe") or {}).get("name")
+               and (only is None or hyp["probe"]["name"] in only))
 
 
 def _journal_as_it_happens(session: Any, traceback: str, shape: dict, top: int) -> Any:
@@ -228,8 +264,8 @@ def _echo_output(outcome: dict) -> None:
             stream.flush()
 
 
-def print_text(outcome: dict) -> None:
-    """What is wrong and where, in a few lines."""
+def print_text(outcome: dict, diagnosis_shown: bool = False) -> None:
+    """What is wrong and where, in a few lines; the diagnosis itself unless already shown."""
     name = os.path.basename(outcome["target"])
     exited = outcome["exited"]
     if exited == "clean":
@@ -243,18 +279,50 @@ def print_text(outcome: dict) -> None:
     if exited in ("died", "timeout"):
         print(f"torchdoctor: {error.get('message')}")
         return
-    print(f"torchdoctor: {name} raised {error.get('type')}: {_first_line(error.get('message'))}")
-    frame = error.get("user_frame")
-    if frame:
-        print(f"  at {_place(frame)}: {frame.get('code') or ''}".rstrip())
+    if not diagnosis_shown:
+        _print_failure(outcome)
     if outcome.get("kb_problems"):
         print("  the knowledge base is invalid; nothing was tested:")
         for problem in outcome["kb_problems"]:
             print(f"    {problem}")
         return
     if not outcome["matches"]:
-        print("  no knowledge-base entry matches this error")
+        if not diagnosis_shown:
+            print("  no knowledge-base entry matches this error")
         return
+    _print_findings(outcome, name)
+
+
+def print_diagnosis(outcome: dict, testable: int) -> None:
+    """The first verdict, shown as soon as the traceback is diagnosed: the error, where it
+    was raised, and the causes the knowledge base ranks for it. Testing them on the failing
+    run (a replay under the recorder, the probes) comes after, and the line saying so is
+    flushed with it, so the person reads the diagnosis while the tests run."""
+    _print_failure(outcome)
+    if not outcome["matches"]:
+        print("  no knowledge-base entry matches this error")
+    else:
+        print("likely causes, ranked from the traceback:")
+        for number, match in enumerate(outcome["matches"], 1):
+            guess = "" if match.get("confident") else ", a guess"
+            print(f"  {number}. {match.get('title')} ({match.get('entry')}{guess})")
+    if testable:
+        noun = "hypothesis" if testable == 1 else "hypotheses"
+        print(f"testing {testable} {noun} on the failing run...")
+    sys.stdout.flush()
+
+
+def _print_failure(outcome: dict) -> None:
+    name = os.path.basename(outcome["target"])
+    error = outcome.get("error") or {}
+    print(f"torchdoctor: {name} raised {error.get('type')}: {_first_line(error.get('message'))}")
+    frame = error.get("user_frame")
+    if frame:
+        print(f"  at {_place(frame)}: {frame.get('code') or ''}".rstrip())
+
+
+def _print_findings(outcome: dict, name: str) -> None:
+    """The verdicts the failing run gave: what was confirmed, with its evidence and sites."""
     hypotheses = _hypotheses_by_id(outcome["matches"])
     confirmed = [f for f in outcome["findings"] if f["verdict"] == "confirmed"]
     for finding in confirmed:
@@ -263,8 +331,8 @@ def print_text(outcome: dict) -> None:
         print(f"  evidence ({finding['probe']}): {finding['summary']}")
         unstated = _unstated_evidence(finding)
         if unstated:
-            print("  decided by: " + ", ".join(f"{name} = {value}"
-                                              for name, value in unstated.items()))
+            print("  decided by: " + ", ".join(f"{fact} = {value}"
+                                              for fact, value in unstated.items()))
         for line in site_lines(finding):
             print(f"  {line}")
         where = describe_location(finding.get("location"))

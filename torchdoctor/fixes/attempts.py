@@ -22,6 +22,7 @@ from torchdoctor.fixes.verification import (
     Verification,
     judge_script,
     run_script,
+    run_side_by_side,
 )
 from torchdoctor.fixes.workspace import Workspace
 from torchdoctor.rewrites.operations import AT_FAILING_CALL, NotApplicable
@@ -70,10 +71,12 @@ class Proposal:
 
 
 def propose(directory: Path, kb: Any, target: Target | None = None,
-            ) -> tuple[Target | None, list[Proposal]]:
-    """The patches for every confirmed cause of a session, without running anything."""
-    recorded, _error, causes = read_session(directory)
+            causes: list[Cause] | None = None) -> tuple[Target | None, list[Proposal]]:
+    """The patches for every confirmed cause of a session (or for ``causes``), without
+    running anything."""
+    recorded, _error, confirmed = read_session(directory)
     target = target or recorded
+    causes = confirmed if causes is None else causes
     if target is None:
         return None, []
     proposals = []
@@ -146,6 +149,10 @@ def _patches(cause: Cause, target: Target, kb: Any) -> tuple[list[Patch], str]:
                 patch.label = str(path.relative_to(target.root))
             patches.extend(made)
             break
+    # A patch of the very line the evidence names comes before one elsewhere, whichever
+    # rewrite the fix lists first; otherwise the fix's own order stands.
+    sites = {(Path(s.file).name, s.line) for s in (cause.site, cause.raised) if s and s.line}
+    patches.sort(key=lambda patch: (Path(patch.file).name, patch.line) not in sites)
     return patches, "; ".join(dict.fromkeys(reasons)) or "no rewrite applies"
 
 
@@ -163,12 +170,28 @@ def _verify_script(patch: Patch, target: Target, timeout: float, baseline: dict[
                    progress: Progress, stop: threading.Event | None = None) -> Verification:
     with Workspace(target.root) as space:
         script = space.path(target.file)
-        started_in_root = bool(target.cwd) and Path(target.cwd).resolve() == target.root
-        cwd = space.copy if started_in_root else script.parent
-        if "before" not in baseline:
-            progress(f"running the unpatched copy: python {script.name}")
-            baseline["before"] = run_script(script, target.argv, cwd, 0, timeout, stop)
-        before: Run = baseline["before"]
+        cwd = _run_folder(space, target)
         space.write(patch.file, patch.patched)
-        after = run_script(script, target.argv, cwd, before.steps + EXTRA_STEPS, timeout, stop)
+        if "before" in baseline:
+            before: Run = baseline["before"]
+            progress(f"running the patched copy: python {script.name}")
+            after = run_script(script, cwd, target.argv, before.steps + EXTRA_STEPS, timeout,
+                               stop)
+            return judge_script(before, after)
+        # The first patch runs beside the unpatched copy: the two start together, so the
+        # proof costs about one run to the failure, not two.
+        with Workspace(target.root) as unpatched:
+            progress(f"running the unpatched and the patched copy: python {script.name}")
+            before, after = run_side_by_side(
+                (unpatched.path(target.file), _run_folder(unpatched, target)), (script, cwd),
+                target.argv, timeout, stop)
+        if before.ended != "cancelled":
+            baseline["before"] = before
     return judge_script(before, after)
+
+
+def _run_folder(space: Workspace, target: Target) -> Path:
+    """Where the copy runs: its root when the user's run started in the project's root, else
+    the script's own folder (as the user's run did)."""
+    started_in_root = bool(target.cwd) and Path(target.cwd).resolve() == target.root
+    return space.copy if started_in_root else space.path(target.file).parent

@@ -15,6 +15,8 @@ from typing import Any
 from torchdoctor.journal import JOURNAL_NAME, read_events
 
 CONFIRMED = "confirmed"
+# The statuses of a check that found something (a pass confirms nothing).
+FOUND = ("fail", "warn")
 
 
 @dataclass
@@ -28,7 +30,10 @@ class Target:
 
     @property
     def file(self) -> Path:
-        return Path(self.spec.rsplit(":", 1)[0] if self.kind == "harness" else self.spec)
+        """The script or the harness's file; a relative one is relative to where the run
+        started, not to where ``fix`` runs."""
+        path = Path(self.spec.rsplit(":", 1)[0] if self.kind == "harness" else self.spec)
+        return path if path.is_absolute() or not self.cwd else Path(self.cwd) / path
 
     @property
     def root(self) -> Path:
@@ -60,8 +65,30 @@ class Cause:
 
 def read_session(directory: Path) -> tuple[Target | None, dict | None, list[Cause]]:
     """The target, the error it raised (None for a silent failure) and the confirmed causes."""
+    target, error, fields, probes, states, _checks = _read(directory)
+    causes = [_cause(key, state, fields, probes, error) for key, state in states.items()
+              if state.get("state") == CONFIRMED and "/" in key]
+    return target, error, causes
+
+
+def session_cause(directory: Path, key: str) -> Cause:
+    """One hypothesis of the session as a cause, whatever its verdict (or none at all): what
+    a fix would have to work with had the session confirmed it. The benchmark measures the
+    rewrites this way apart from how often a cause gets confirmed."""
+    _, error, fields, probes, states, checks = _read(directory)
+    cause = _cause(key, states.get(key, {}), fields, probes, error)
+    if error is None and cause.check is None:
+        # Untested by its own probe: what proves a fix is the check that found the symptom.
+        cause.check = next((p.get("probe") for p in checks
+                            if p.get("status") in FOUND and isinstance(p.get("probe"), str)),
+                           None)
+    return cause
+
+
+def _read(directory: Path
+          ) -> tuple[Target | None, dict | None, dict, dict, dict[str, dict], list[dict]]:
     events, _warnings = read_events(directory / JOURNAL_NAME)
-    target, error, fields, probes = None, None, {}, {}
+    target, error, fields, probes, checks = None, None, {}, {}, []
     states: dict[str, dict] = {}
     for event in events:
         kind = event.get("type")
@@ -75,24 +102,25 @@ def read_session(directory: Path) -> tuple[Target | None, dict | None, list[Caus
                     fields[match.get("entry")] = match["fields"]
         elif kind == "hypothesis" and isinstance(event.get("key"), str):
             states.setdefault(event["key"], {}).update(event)
-        elif kind == "probe" and isinstance(event.get("hypothesis"), str):
-            probes[event["hypothesis"]] = event
-    causes = []
-    for key, state in states.items():
-        if state.get("state") != CONFIRMED or "/" not in key:
-            continue
-        entry, hypothesis = key.split("/", 1)
-        probe = probes.get(key, {})
-        causes.append(Cause(
-            key=key, entry=entry, hypothesis=hypothesis,
-            statement=str(state.get("statement") or ""),
-            fix=state.get("fix") if isinstance(state.get("fix"), dict) else {},
-            fields={**fields.get(entry, {}), **_facts(probe)},
-            site=_site(probe, state, error),
-            raised=_raised(probe, error),
-            check=probe.get("probe") if error is None else None,
-        ))
-    return target, error, causes
+        elif kind == "probe":
+            checks.append(event)
+            if isinstance(event.get("hypothesis"), str):
+                probes[event["hypothesis"]] = event
+    return target, error, fields, probes, states, checks
+
+
+def _cause(key: str, state: dict, fields: dict, probes: dict, error: dict | None) -> Cause:
+    entry, hypothesis = key.split("/", 1)
+    probe = probes.get(key, {})
+    return Cause(
+        key=key, entry=entry, hypothesis=hypothesis,
+        statement=str(state.get("statement") or ""),
+        fix=state.get("fix") if isinstance(state.get("fix"), dict) else {},
+        fields={**fields.get(entry, {}), **_facts(probe)},
+        site=_site(probe, state, error),
+        raised=_raised(probe, error),
+        check=probe.get("probe") if error is None else None,
+    )
 
 
 def _target(event: dict) -> Target | None:

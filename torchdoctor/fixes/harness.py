@@ -8,11 +8,12 @@ pass afterwards is the patch's doing.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from torchdoctor.fixes.causes import Cause, Target
+from torchdoctor.fixes.causes import FOUND, Cause, Target
 from torchdoctor.fixes.verification import Run, Verification
 from torchdoctor.fixes.workspace import Workspace
 from torchdoctor.investigation.checkup import plan
@@ -26,17 +27,26 @@ def verify_harness(patch: Patch, cause: Cause, target: Target, timeout: float,
     if not check:
         return Verification("could_not_run", "the session does not say which check found this "
                             "cause, so there is nothing to rerun")
-    with Workspace(target.root) as space:
-        name = target.spec.rsplit(":", 1)[1]
-        spec = f"{space.path(target.file)}:{name}"
-        if check not in baseline:
-            progress(f"running the {check} check on the unpatched copy")
-            baseline[check] = _run_check(spec, check, space.copy, timeout)
-        before: Run = baseline[check]
+    name = target.spec.rsplit(":", 1)[1]
+    with Workspace(target.root) as space, Workspace(target.root) as unpatched:
         space.write(patch.file, patch.patched)
-        progress(f"running the {check} check on the patched copy")
-        after = _run_check(spec, check, space.copy, timeout)
-    if before.ended != "fail":
+        spec = f"{space.path(target.file)}:{name}"
+        if check in baseline:
+            progress(f"running the {check} check on the patched copy")
+            before: Run = baseline[check]
+            after = _run_check(spec, check, space.copy, timeout)
+        else:
+            # Both copies at once: the proof costs one check's time, not two.
+            progress(f"running the {check} check on the unpatched and the patched copy")
+            runs: dict[str, Run] = {}
+            thread = threading.Thread(target=lambda: runs.setdefault("before", _run_check(
+                f"{unpatched.path(target.file)}:{name}", check, unpatched.copy, timeout)),
+                name="torchdoctor-baseline", daemon=True)
+            thread.start()
+            after = _run_check(spec, check, space.copy, timeout)
+            thread.join()
+            before = baseline[check] = runs["before"]
+    if before.ended not in FOUND:
         return Verification("could_not_run", f"the {check} check did not fail on the unpatched "
                             f"copy ({before.ended}), so a pass cannot prove a fix", before, after)
     if after.ended == "pass":

@@ -25,8 +25,9 @@ from typing import Any
 import torchdoctor
 from torchdoctor.process_groups import end_group, spawn
 
-# Steps past the unpatched run's last one that count as "got further".
-EXTRA_STEPS = 2
+# Steps past the unpatched run's last one that count as "got further": its next
+# optimizer.step() shows the patched copy went through the point where it failed.
+EXTRA_STEPS = 1
 OUTPUT_TAIL_CHARS = 4000
 
 
@@ -65,11 +66,51 @@ class Verification:
                 "after": self.after.to_dict() if self.after else None}
 
 
-def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: float,
-               stop: threading.Event | None = None) -> Run:
+def run_side_by_side(unpatched: tuple[Path, Path], patched: tuple[Path, Path],
+                     argv: list[str], timeout: float,
+                     stop: threading.Event | None = None) -> tuple[Run, Run]:
+    """The unpatched and the patched copy (each a script and the folder it runs in) at once.
+
+    Run one after the other they would cost twice the time to the failure; side by side
+    the patched copy is told, as soon as the unpatched one has failed, to stop at the
+    step after the last one the unpatched copy reached.
+    """
+    with tempfile.TemporaryDirectory(prefix="torchdoctor-limit-") as scratch:
+        limit = Path(scratch) / "steps"
+        runs: dict[str, Run] = {}
+
+        # The two runs split the cores between them rather than each spreading its
+        # operators over all of them and contending (unless the person chose a number).
+        threads = max(1, (os.cpu_count() or 2) // 2)
+
+        def baseline() -> None:
+            try:
+                runs["before"] = run_script(*unpatched, argv=argv, steps=0, timeout=timeout,
+                                            stop=stop, threads=threads)
+            finally:
+                steps = runs["before"].steps if "before" in runs else 0
+                written = limit.with_name("steps.new")
+                written.write_text(str(steps + EXTRA_STEPS), encoding="utf-8")
+                written.replace(limit)
+
+        thread = threading.Thread(target=baseline, name="torchdoctor-baseline", daemon=True)
+        thread.start()
+        after = run_script(*patched, argv=argv, steps=0, timeout=timeout, stop=stop,
+                           limit_file=limit, threads=threads)
+        thread.join()
+    before = runs.get("before") or Run(f"python {unpatched[0].name}", "died", 0.0,
+                                       output_tail="the unpatched copy could not be started")
+    return before, after
+
+
+def run_script(script: Path, cwd: Path, argv: list[str], steps: int, timeout: float,
+               stop: threading.Event | None = None, limit_file: Path | None = None,
+               threads: int | None = None) -> Run:
     """Run a script (in the scratch copy) under the step watcher, in its own process group.
 
-    ``stop`` (the person pressed cancel) ends the run and everything it started.
+    ``stop`` (the person pressed cancel) ends the run and everything it started;
+    ``limit_file`` is where the number of steps to stop at will be written when ``steps``
+    is not known yet.
     """
     with tempfile.TemporaryDirectory(prefix="torchdoctor-steps-") as scratch:
         result = Path(scratch) / "result.json"
@@ -79,6 +120,10 @@ def run_script(script: Path, argv: list[str], cwd: Path, steps: int, timeout: fl
         env = dict(os.environ)
         package_root = str(Path(torchdoctor.__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        if limit_file is not None:
+            env["TORCHDOCTOR_STEP_LIMIT"] = str(limit_file)
+        if threads is not None:
+            env.setdefault("OMP_NUM_THREADS", str(threads))
         started = time.perf_counter()
         with open(Path(scratch) / "output", "w+b") as output:
             # A file, not a pipe: nobody has to drain it while the run is watched for stop.

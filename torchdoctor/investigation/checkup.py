@@ -19,6 +19,7 @@ from torchdoctor.investigation.findings import Finding
 from torchdoctor.investigation.hypotheses import judged_finding
 from torchdoctor.investigation.probing import factory_for, run_probe
 from torchdoctor.investigation.verdicts import judge as judge_one
+from torchdoctor.investigation.verdicts import settle_across
 from torchdoctor.patient.client import PatientClient
 from torchdoctor.probes_manifest import PROBES
 
@@ -137,6 +138,9 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     else:
         finding.verdict = "inconclusive" if judged else "untested"
         finding.reason = "" if judged else "no knowledge-base hypothesis reads this check"
+        if judged and result.get("status") == "inconclusive":
+            finding.reason = next((item[3].reason for item in judged if item[3].reason
+                                   .startswith("the probe could not tell")), "")
     return Check(finding)
 
 
@@ -146,7 +150,7 @@ def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]]
                 on_check: Callable[[Check], None] = lambda check: None) -> list[Check]:
     """Run each planned probe; a hung or dead patient is replaced and the checkup goes on.
     ``on_check`` is told each check as soon as it is judged (the session journals it then)."""
-    checks = []
+    checks: list[Check] = []
     for name, params in planned:
         bound = expected_bound(name, params)
         if bound:
@@ -154,7 +158,31 @@ def run_checkup(client: PatientClient, planned: list[tuple[str, dict[str, Any]]]
         result = run_probe(name, params, factory_for(client), timeout=timeout)
         checks.append(judge(name, result, kb))
         on_check(checks[-1])
+        for demoted in settle(checks, kb):
+            if demoted is not checks[-1]:
+                on_check(demoted)  # told again: a later check named the cause it showed
     return checks
+
+
+def settle(checks: list[Check], kb: Any) -> list[Check]:
+    """One cause per checkup: the confirmed checks that a confirmed cause explains, or that
+    lose to a better-supported cause they exclude, become inconclusive (``verdicts``).
+    Returns the checks demoted now."""
+    before = [c for c in checks if c.finding.verdict == "confirmed"]
+    settle_across([c.finding for c in checks], lambda key: relations(key, kb),
+                  lambda finding: finding.support)
+    demoted = [c for c in before if c.finding.verdict != "confirmed"]
+    for check in demoted:
+        check.entry = check.hypothesis = None
+    return demoted
+
+
+def relations(key: str, kb: Any) -> tuple[list[str], list[str]]:
+    """The ``explained_by`` and ``excludes`` ids the knowledge base declares for ``key``."""
+    entry_id, _, hyp_id = key.partition("/")
+    entry = kb.by_id.get(entry_id) if kb is not None else None
+    hyp = next((h for h in getattr(entry, "hypotheses", []) if h.id == hyp_id), None)
+    return (list(hyp.explained_by), list(hyp.excludes)) if hyp is not None else ([], [])
 
 
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = 0, 1, 3

@@ -15,7 +15,7 @@ from typing import Any
 
 from torchdoctor.investigation.findings import Finding, fix_at, raised_at
 from torchdoctor.investigation.probing import ClientFactory, run_probe
-from torchdoctor.investigation.verdicts import judge, settle_rivals
+from torchdoctor.investigation.verdicts import judge, settle_across, settle_rivals
 
 
 def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
@@ -33,10 +33,13 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
     error = _error_of(diagnosis)
     results: dict[str, dict] = {}
     findings: list[Finding] = []
+    declared: dict[str, tuple[list[str], list[str]]] = {}
     for match in list(getattr(diagnosis, "matches", []))[:top]:
         entry_id = getattr(match.entry, "id", str(match.entry))
         for hypothesis in match.hypotheses:
             key = f"{entry_id}/{hypothesis.get('id')}"
+            declared[key] = (list(hypothesis.get("explained_by") or []),
+                             list(hypothesis.get("excludes") or []))
             probe = hypothesis.get("probe") or {}
             if not probe.get("name"):
                 if allowed is None:
@@ -58,6 +61,7 @@ def test_hypotheses(diagnosis: Any, client_factory: ClientFactory, top: int = 3,
             confirmed_before = [f for f in findings if f.verdict == "confirmed"]
             findings.append(finding)
             settle_rivals(findings, entry_of, support)
+            settle_across(findings, lambda key: declared.get(key, ([], [])), support)
             tell(finding)
             for earlier in confirmed_before:
                 if earlier.verdict != "confirmed":

@@ -20,6 +20,10 @@ all of them here and nowhere else:
   criteria also hold.
 * Hypotheses of one knowledge-base entry are rival explanations of the same
   observation: at most one of them stays confirmed, the best supported.
+* Across entries the knowledge base says which causes cannot stand together:
+  a hypothesis ``explained_by`` a confirmed cause is set aside (a generic
+  symptom such as "cannot fit one batch" is what the specific cause
+  produces), and of two that ``exclude`` each other the better supported stays.
 """
 
 from __future__ import annotations
@@ -74,6 +78,9 @@ def judge(hypothesis: Any, result: Mapping[str, Any] | None, fields: Mapping[str
         if status in FOUND:
             return Judgement("confirmed", "", cited_facts(confirm, result),
                              len(fact_names(confirm)))
+        if status == "inconclusive":
+            return Judgement("inconclusive", "the probe could not tell: "
+                             + (_first_line(result.get("summary")) or "no reason given"))
         return Judgement("inconclusive", f"the probe found nothing wrong ({status}); a check "
                          "that passes confirms nothing")
     return Judgement("inconclusive", "")
@@ -119,6 +126,51 @@ def settle_rivals(judged: list[Any], entry_of: Callable[[Any], str | None],
             item.verdict = "inconclusive"
             item.reason = (f"its criteria hold, but it rivals {best[entry].hypothesis}, "
                            "which the evidence supports better")
+    return judged
+
+
+def settle_across(judged: list[Any], relations: Callable[[str], tuple[list[str], list[str]]],
+                  support: Callable[[Any], int]) -> list[Any]:
+    """One confirmed cause per run, across entries, as the knowledge base declares it.
+
+    ``relations(key)`` gives a hypothesis' ``explained_by`` and ``excludes`` ids
+    (``entry.id`` or ``entry.id/hyp``). A confirmed hypothesis that a confirmed
+    cause explains is set aside: the failure to fit one batch is what a missing
+    ``zero_grad`` or a softmax before the loss produces, so it is no second cause.
+    Of two confirmed hypotheses that exclude each other, the better supported
+    stays (then the first judged). Demoted items become inconclusive, saying why.
+    """
+    confirmed = [item for item in judged if item.verdict == "confirmed" and item.hypothesis]
+
+    def names(ref: str, key: str) -> bool:
+        return key == ref or "/" not in ref and key.split("/", 1)[0] == ref
+
+    explained: dict[int, str] = {}
+    for item in confirmed:
+        causes, _ = relations(item.hypothesis)
+        by = next((other.hypothesis for other in confirmed if other is not item
+                   and any(names(ref, other.hypothesis) for ref in causes)), None)
+        if by is not None:
+            explained[id(item)] = by
+    kept = [item for item in confirmed if id(item) not in explained]
+    beaten: dict[int, str] = {}
+    for index, item in enumerate(kept):
+        for other in kept[index + 1:]:
+            if id(item) in beaten or id(other) in beaten:
+                continue
+            if any(names(ref, other.hypothesis) for ref in relations(item.hypothesis)[1]) or \
+                    any(names(ref, item.hypothesis) for ref in relations(other.hypothesis)[1]):
+                loser, winner = (item, other) if support(other) > support(item) else (other, item)
+                beaten[id(loser)] = winner.hypothesis
+    for item in confirmed:
+        if id(item) in explained:
+            item.verdict = "inconclusive"
+            item.reason = (f"its criteria hold, but {explained[id(item)]} is confirmed and "
+                           "explains what it names")
+        elif id(item) in beaten:
+            item.verdict = "inconclusive"
+            item.reason = (f"its criteria hold, but it excludes {beaten[id(item)]}, which "
+                           "the evidence supports better")
     return judged
 
 

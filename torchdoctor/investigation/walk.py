@@ -20,6 +20,7 @@ from typing import Any
 from torchdoctor.investigation.findings import Finding, untested_result
 from torchdoctor.investigation.hypotheses import judged_finding, support
 from torchdoctor.investigation.sameness import describe_error, same_error
+from torchdoctor.investigation.settling import confirm_facts, settle_session
 from torchdoctor.investigation.verdicts import fact_names
 from torchdoctor.session import Session
 
@@ -329,6 +330,7 @@ class Investigation:
         finding = judged_finding(hyp.probe, result, key, spec, fields, self.error)
         self._settle_rival(finding)
         self.session.record_probe(finding.to_dict())
+        settle_session(self.session, self.hypothesis_spec)
         return finding.to_dict()
 
     def _settle_rival(self, finding: Finding) -> None:
@@ -341,7 +343,7 @@ class Investigation:
                     or other.state != "confirmed" or not other.evidence:
                 continue
             earlier = self.hypothesis_spec(other.key)[0] or {}
-            if _confirm_facts(earlier) >= support(finding):
+            if confirm_facts(earlier) >= support(finding):
                 finding.verdict = "inconclusive"
                 finding.reason = (f"its criteria hold, but it rivals {other.key}, which the "
                                   "evidence supports at least as well")
@@ -448,11 +450,6 @@ class Investigation:
     def _untrack(self, client: Any) -> None:
         if client in self._running:
             self._running.remove(client)
-
-
-def _confirm_facts(hypothesis: Mapping[str, Any]) -> int:
-    """How many facts a hypothesis' confirm criteria read: its confirmation's support."""
-    return len(fact_names(hypothesis.get("confirm") or []))
 
 
 def _with_frame(error: Mapping[str, Any] | None, traceback: str | None) -> dict | None:

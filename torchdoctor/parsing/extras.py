@@ -17,7 +17,7 @@ from torchdoctor.parsing.frames import line_number
 CUDA_ASSERT = compile_linear(
     r"(?P<file>\S+?):(?P<line>\d+): (?P<function>.*?): "
     r"block: \[(?P<block>[\d, ]+)\], thread: \[(?P<thread>[\d, ]+)\] "
-    r"Assertion `(?P<assertion>.*)` failed\.?"
+    r"Assertion [`'\x{2018}]?(?P<assertion>.*?)[`'\x{2019}]? failed\.?"
 )
 WARNING = compile_linear(
     r"(?:(?P<where>\S.*?):(?P<line>\d+): )?(?P<category>\w*Warning): (?P<text>.+)")
@@ -39,7 +39,7 @@ def cuda_asserts(texts: list[str]) -> list[dict[str, Any]]:
     """
     seen: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for text in texts:
-        if "Assertion `" not in text:
+        if "Assertion " not in text or "block: [" not in text:
             continue
         match = CUDA_ASSERT.search(text)
         if not match:
@@ -51,7 +51,11 @@ def cuda_asserts(texts: list[str]) -> list[dict[str, Any]]:
         seen[key] = {"file": match["file"], "line": line_number(match["line"]),
                      "function": match["function"].strip(), "assertion": match["assertion"],
                      "block": f"[{match['block']}]", "thread": f"[{match['thread']}]",
-                     "count": 1, "text": match.group(0).strip()}
+                     # As torch printed it: a page or markdown may have eaten the backticks.
+                     "count": 1, "text": (
+                         f"{match['file']}:{match['line']}: {match['function'].strip()}: "
+                         f"block: [{match['block']}], thread: [{match['thread']}] "
+                         f"Assertion `{match['assertion']}` failed.")}
     return list(seen.values())
 
 

@@ -83,7 +83,7 @@ def clean_lines(text: str) -> CleanLines:
     for line in lines:
         if len(line) > LONGEST_LINE:
             line = line[:LONGEST_LINE]
-        if "`" in line or "python-" in line or "Process " in line:
+        if "`" in line or "python-" in line or "Process " in line or line[:1] == "#":
             line = undo_line_markup(line)
         if "%|" in line:
             match = PROGRESS_BAR_BEFORE.match(line)

@@ -43,6 +43,11 @@ MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
                     "cudnn_status", "capacity", "offending")
+# Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
+# memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
+# keeps only the first.
+THC_FAIL = compile_linear(r"THCudaCheck FAIL file=(?P<file>\S{1,500}) line=(?P<line>\d{1,9}) "
+                          r"error=(?P<code>\d{1,5}) ?: ?(?P<text>.{1,500})")
 # "the step failed with RuntimeError: …": an exception line after other words.
 EMBEDDED_EXCEPTION = compile_linear(
     r"(?:^|\W)(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): (?P<message>\S.*)")
@@ -54,11 +59,17 @@ REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
 # the line's offsets again for every span. Each span is bounded, so the walk is linear.
 QUOTED = re.compile(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
 CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'"}
+MESSAGE_LINES = 20
 LABELS = frozenset({"Error", "Exception", "error"})
+# VS Code's debugger: "Exception has occurred: RuntimeError" (sometimes with a note after
+# it), the message on the lines below, then the frames innermost first.
+IDE_EXCEPTION = re.compile(r"Exception has occurred: (?P<type>[A-Za-z_][\w.]{0,100})\b")
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
 
 
+FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
+FULL_WIDTH_COLON = re.compile("\uff1a ?")
 # Prose in another script after the message on the same line ("…instead，这是为什么？"):
 # torch's messages are ASCII apart from paths, so the message ends where CJK or
 # full-width text begins.
@@ -100,6 +111,12 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     as an error by its words, the first of those is the error.
     """
     chosen = list(indices)
+    texts = [_ascii_punctuation(text) for text in texts] if any(
+        not texts[index].isascii() for index in chosen) else texts
+    for index in chosen:
+        found = _ide_exception(texts, index)
+        if found is not None:
+            return found
     readers: list[Callable[[str, int], LooseError | None]] = [
         _exception_line, _embedded_or_repr, _quoted, _message_only]
     for reader in readers:
@@ -116,6 +133,32 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
             if found is not None:
                 return found
     return None
+
+
+def _ascii_punctuation(text: str) -> str:
+    """A message retyped with a Chinese or Japanese input method has full-width colons,
+    parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
+    torch printed ASCII ones."""
+    return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
+
+
+def _ide_exception(texts: list[str], index: int) -> LooseError | None:
+    """The message under an IDE's "Exception has occurred: Type" line, up to a blank line
+    or the first frame."""
+    stripped = texts[index].strip()
+    if not stripped.startswith("Exception has occurred"):
+        return None
+    found = IDE_EXCEPTION.match(stripped)
+    if found is None:
+        return None
+    lines = []
+    for line in texts[index + 1:index + 1 + MESSAGE_LINES]:
+        if not line.strip() or line.strip().startswith(("File ", "Traceback ")):
+            break
+        lines.append(line.strip())
+    if not lines:
+        return None
+    return LooseError(found["type"], _own_words("\n".join(lines)), index, "ide")
 
 
 def _exception_line(raw: str, index: int) -> LooseError | None:
@@ -146,8 +189,8 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
                 # 'I get "ValueError: …" at this line': the quote ends the message.
                 message = message[:message.find(CLOSING_QUOTE[opening])]
-            message = _own_words(message).rstrip().rstrip("`\"”'").rstrip()
-            return LooseError(embedded["type"], message, index, "embedded")
+            return LooseError(embedded["type"], _without_closing_quote(_own_words(message)),
+                              index, "embedded")
     if "(" in raw:
         opening = REPR_OPENING.search(raw)
         # Code that raises the exception (a frame's source line) is not the error itself.
@@ -156,6 +199,19 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if text is not None and text.strip():
                 return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
     return None
+
+
+def _without_closing_quote(message: str) -> str:
+    """The message without a quote mark that closes a quotation opened before its type.
+
+    A quote is the person's only when it is left unpaired: torch's own messages quote
+    names in pairs ("… but found 'cuda'", "no attribute 'training'"), and those stay.
+    """
+    message = message.rstrip()
+    while message and message[-1] in "`\"”'" and (
+            message[-1] == "”" or message.count(message[-1]) % 2 == 1):
+        message = message[:-1].rstrip()
+    return message
 
 
 def _balanced(raw: str, start: int) -> str | None:
@@ -206,4 +262,9 @@ def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | N
     found = TORCH_LIKE_MESSAGE.search(stripped) if "Warning: " not in stripped else None
     if found is None:
         return None
+    check = THC_FAIL.search(stripped) if "THCudaCheck FAIL" in stripped else None
+    if check is not None:
+        # The error torch raised with it, in the wording its patterns know.
+        return LooseError(None, f"cuda runtime error ({check['code']}) : {check['text'].strip()}"
+                                f" at {check['file']}:{check['line']}", index, "message_only")
     return LooseError(None, _own_words(stripped, found.start()), index, "message_only")

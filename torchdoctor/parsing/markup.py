@@ -2,7 +2,8 @@
 
 A traceback copied from a scraped page has ``&quot;`` or curly quotes for its quotes,
 one posted in markdown sits in a code fence that may open in the middle of a
-sentence, an error line gets wrapped in backticks or ``**bold**``, and PyCharm adds
+sentence, an error line gets wrapped in backticks or ``**bold**`` or made a heading
+(``# RuntimeError: …`` as an issue's title), and PyCharm adds
 ``python-BaseException`` under the exception. Each is removed here, before lines are
 read; nothing else about the text changes. Every pattern is bounded, so the pass is
 linear in the text.
@@ -18,9 +19,15 @@ ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 # "```Traceback (most recent call last):" keeps its first word.
 FENCE = re.compile(r"```(?:[A-Za-z0-9_+-]{1,20}(?=[ \t]*(?:\r?\n|$)))?")
 BOLD = re.compile(r"\*\*([^*\n]{1,300})\*\*")
+# Bold that opens on one line and closes on a later one: the marks at a line's start
+# (column 0, where no traceback line begins with "**") and at its end.
+BOLD_ACROSS_LINES = re.compile(r"^\*\*(?=\S)|(?<=\S)\*\*[ \t]*$", re.MULTILINE)
 # A page or a word processor curls the quotes torch printed straight.
 STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
 IDE_NOISE = ("python-BaseException", "Process finished with exit code")
+# "# RuntimeError: …" or "### CUDA error: …": a markdown heading at the start of a line.
+# Python prints no line of a traceback at column 0 that opens with "#".
+HEADING = re.compile(r"#{1,6}[ \t]+(?=\S)")
 
 
 def undo_markup(text: str) -> str:
@@ -33,11 +40,17 @@ def undo_markup(text: str) -> str:
         text = FENCE.sub("\n", text)
     if "**" in text:
         text = BOLD.sub(r"\1", text)
+        if "**" in text:
+            text = BOLD_ACROSS_LINES.sub("", text)
     return text
 
 
 def undo_line_markup(line: str) -> str:
-    """One line without the backticks that wrap it whole, or blank if an IDE added it."""
+    """One line without the backticks that wrap it whole or a heading's marks, or blank
+    if an IDE added it."""
+    if line[:1] == "#":
+        heading = HEADING.match(line)
+        line = line[heading.end():] if heading else line
     stripped = line.strip()
     if stripped.startswith(IDE_NOISE):
         return ""

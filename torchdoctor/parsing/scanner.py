@@ -23,6 +23,9 @@ EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Ite
 BARE_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt",
                              "SystemExit", "GeneratorExit"})
 WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
+# mp.spawn re-raises a child's failure as ProcessRaisedException with the child's
+# traceback under this line.
+SPAWN_WRAPPER = re.compile(r"-- Process \d{1,9} terminated with the following error:")
 CPP_LINE = re.compile(r"(?:frame #\d+: |#\d+ |Exception raised from |C\+\+ CapturedTraceback:)")
 WARNING_LINE = re.compile(r"\S.*:\d+: \w*Warning: ")
 PROGRESS_BAR = re.compile(r"(?<!\d)\d{1,3}%\|")
@@ -90,11 +93,30 @@ class TracebackScanner:
             if is_header(stripped) or (stripped.startswith("File ")
                                        and read_frame_line(stripped)):
                 traceback = self._read_chain(index)
+                if stripped.startswith("Original " + TRACEBACK_HEADER):
+                    self._add_worker_wrapper(traceback)
                 found.append(traceback)
                 index = max(traceback.end, index + 1)
             else:
                 index += 1
         return found
+
+    def _add_worker_wrapper(self, traceback: FoundTraceback) -> None:
+        """A worker's traceback pasted without the main process's frames keeps the
+        ``Caught X in DataLoader worker process 0.`` line above it as its wrapper link."""
+        above = traceback.start - 1
+        while above >= 0 and not self.texts[above].strip():
+            above -= 1
+        if above < 0 or not traceback.links:
+            return
+        line = self.texts[above].strip()
+        wrapper = WORKER_WRAPPER.fullmatch(line)
+        if wrapper is None:
+            return
+        traceback.links[0].relation = "cause"
+        traceback.links.append(ChainLink(type=short_type(wrapper["type"]), message=line,
+                                         frames=[], full_type=wrapper["type"]))
+        traceback.worker_link, traceback.start = 0, above
 
     def _next_non_blank(self, index: int) -> int | None:
         while index < self.count:
@@ -110,8 +132,9 @@ class TracebackScanner:
         while True:
             link, index, complete = self._read_one(index, result)
             link.relation = relation
-            if complete and self._starts_worker_traceback(link, index):
-                inner, index, complete = self._read_one(index, result)
+            inner_start = self._worker_traceback(link, index) if complete else None
+            if inner_start is not None:
+                inner, index, complete = self._read_one(inner_start, result)
                 inner.relation, link.relation = link.relation, "cause"
                 result.worker_link = len(result.links)
                 result.links.append(inner)
@@ -137,12 +160,25 @@ class TracebackScanner:
                 return result
             index = header
 
-    def _starts_worker_traceback(self, link: ChainLink, index: int) -> bool:
-        """``Caught X in DataLoader worker process 0`` wraps the real error printed next."""
-        match = WORKER_WRAPPER.fullmatch(link.message.split("\n", 1)[0].strip())
-        if not match or index >= self.count:
-            return False
-        return self.texts[index].strip().startswith("Original " + TRACEBACK_HEADER)
+    def _worker_traceback(self, link: ChainLink, index: int) -> int | None:
+        """Where the real error's traceback starts when ``link`` only wraps it: a DataLoader
+        worker's ``Caught X in DataLoader worker process 0`` and the ``Original Traceback``
+        under it, or mp.spawn's ``-- Process 0 terminated with the following error:``."""
+        if index >= self.count:
+            return None
+        if WORKER_WRAPPER.fullmatch(link.message.split("\n", 1)[0].strip()):
+            header = self.texts[index].strip()
+            return index if header.startswith("Original " + TRACEBACK_HEADER) else None
+        if SPAWN_WRAPPER.fullmatch(link.message.rsplit("\n", 1)[-1].strip()):
+            return index if is_header(self.texts[index].strip()) else None
+        wrapper = self._next_non_blank(index)
+        if wrapper is None or not SPAWN_WRAPPER.fullmatch(self.texts[wrapper].strip()):
+            return None
+        header = self._next_non_blank(wrapper + 1)
+        if header is None or not is_header(self.texts[header].strip()):
+            return None
+        link.message = (link.message + "\n" if link.message else "") + self.texts[wrapper].strip()
+        return header
 
     def _read_one(self, index: int, result: FoundTraceback) -> tuple[ChainLink, int, bool]:
         """Frames then the exception line; returns the link, the next index, completeness."""

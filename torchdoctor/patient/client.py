@@ -236,6 +236,19 @@ class PatientClient:
         bounds each probe and each rerun of the target (and is passed on to
         the fresh patients made from this one).
         """
+        client = cls.spawn(env, cwd, budget)
+        client.wait_ready(timeout)
+        return client
+
+    @classmethod
+    def spawn(cls, env: Mapping[str, str | None] | None = None, cwd: str | None = None,
+              budget: float | None = None) -> PatientClient:
+        """Start a patient without waiting for it; :meth:`wait_ready` before the first request.
+
+        The patient spends its first second or more importing torch; a caller
+        with work of its own (opening a session, loading the knowledge base)
+        does it in that time instead of before it.
+        """
         overrides = dict(env or {})
         full_env = dict(os.environ)
         for key, value in overrides.items():
@@ -261,13 +274,19 @@ class PatientClient:
             raise
         os.close(to_patient)
         os.close(from_patient)
-        client = cls(process, send_fd, recv_fd, overrides, cwd, budget)
+        return cls(process, send_fd, recv_fd, overrides, cwd, budget)
+
+    def wait_ready(self, timeout: float | None = None) -> dict[str, Any]:
+        """Wait for the ``hello`` of a spawned patient (torch imported, loop serving).
+
+        A patient that dies or hangs on its way up is closed, and the error raised.
+        """
         try:
-            client.info = client.request("hello", timeout=timeout)
+            self.info = self.request("hello", timeout=timeout)
         except BaseException:
-            client.close()
+            self.close()
             raise
-        return client
+        return self.info
 
     @property
     def alive(self) -> bool:

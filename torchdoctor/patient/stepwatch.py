@@ -5,8 +5,11 @@
 Verifying a fix means seeing the script get further than it did: past the
 point where it failed, through real optimizer steps, with a loss that is a
 number. Training scripts run for hours, so the run stops once it has taken
-``STEPS`` steps (0: run to the end). The outcome goes to the file ``RESULT``
-as JSON, never to stdout, which belongs to the script.
+``STEPS`` steps (0: run to the end). When the number is not known at the
+start (the unpatched copy runs beside this one and has not failed yet), the
+environment variable ``TORCHDOCTOR_STEP_LIMIT`` names a file the doctor
+writes it to later; it is read after every step. The outcome goes to the
+file ``RESULT`` as JSON, never to stdout, which belongs to the script.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ def main(argv: list[str]) -> int:
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     state = {"steps": 0, "losses": [], "backwards": 0}
+    limit_file = os.environ.pop("TORCHDOCTOR_STEP_LIMIT", "")
 
     def after_step(optimizer, args, kwargs) -> None:
         state["steps"] += 1
-        if steps_wanted and state["steps"] >= steps_wanted:
+        wanted = steps_wanted or _limit(limit_file)
+        if wanted and state["steps"] >= wanted:
             raise StepsReached
 
     register_optimizer_step_post_hook(after_step)
@@ -73,6 +78,17 @@ def main(argv: list[str]) -> int:
     with open(result_path, "w", encoding="utf-8") as stream:
         json.dump(outcome, stream, default=repr)
     return 0
+
+
+def _limit(path: str) -> int:
+    """The step limit the doctor wrote once it knew it; 0 while there is none."""
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return int(stream.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def _error(raised: BaseException, script: str) -> dict:

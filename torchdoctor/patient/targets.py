@@ -239,8 +239,11 @@ def load_harness(spec: str) -> ProbeContext:
     factory = getattr(module, name)
     if not callable(factory):
         raise TargetError(f"{target}:{name} is a {type(factory).__name__}, not a callable")
+    from torchdoctor.patient.built_at import noting_optimizers
+
     try:
-        parts = factory()
+        with noting_optimizers():
+            parts = factory()
     except BaseException as exc:  # noqa: BLE001 — any exception of the user's is theirs
         raise UserCodeError(exc) from None
     return context_from_parts(parts, f"{target}:{name}")
@@ -416,16 +419,41 @@ class _Finder:
                  and not isinstance(value, (torch.Tensor, tuple, list, dict))}
         self.scan(named, inside_module=False, depth=1)
 
-    def outermost_model(self, recorded: nn.Module | None) -> nn.Module | None:
+    def outermost_model(self, recorded: nn.Module | None,
+                        exc: BaseException | None = None) -> nn.Module | None:
+        """The model probes replay: the largest one, or the latest outermost call's module.
+
+        That call's module even when it is part of a larger model, if the failure was
+        raised inside it and the user's own code, not the larger model's, called it
+        (``for layer in vgg.children(): x = layer(x)``): its recorded arguments are what
+        reached the failing op, and the larger model's input is not. When a method of
+        the larger model made the call, what fed it lies in that model, and replaying
+        the part alone would hide it.
+        """
         roots = [m for m in self.modules
                  if not any(o is not m and any(m is s for s in o.modules())
                             for o in self.modules)]
-        if recorded is not None and not any(
-                recorded is not r and any(recorded is s for s in r.modules()) for r in roots):
+        containing = [r for r in roots
+                      if recorded is not r and any(recorded is s for s in r.modules())]
+        if recorded is not None and (not containing or (
+                _raised_inside(exc, recorded)
+                and not any(_raised_inside(exc, r) for r in containing))):
             return recorded
         if not roots:
             return None
         return max(roots, key=lambda m: sum(p.numel() for p in m.parameters()))
+
+
+def _raised_inside(exc: BaseException | None, module: nn.Module | None) -> bool:
+    """Whether the failure came through ``module``'s own call (one of its frames is bound to it)."""
+    if exc is None or module is None:
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_locals.get("self") is module:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def recover_context(exc: BaseException | None, namespace: dict[str, Any] | None,
@@ -438,7 +466,7 @@ def recover_context(exc: BaseException | None, namespace: dict[str, Any] | None,
             finder.scan(frame.f_locals, inside)
     if namespace is not None:
         finder.scan(namespace, False)
-    model = finder.outermost_model(recorder.model)
+    model = finder.outermost_model(recorder.model, exc)
     inputs = finder.inputs
     if model is not None and model is recorder.model and recorder.model_args:
         args = recorder.model_args

@@ -24,6 +24,7 @@ from torchdoctor import wire
 from torchdoctor.patient import devices, targets
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.lifeline import Lifeline
+from torchdoctor.patient.recorder.fix_site import with_fix_site
 from torchdoctor.probes_manifest import PROBES
 
 # Written to stdout and stderr after each request; the client strips it.
@@ -148,7 +149,7 @@ class Worker:
             raise RequestError("NoTarget", f"probe {name!r} needs a harness target")
         started = time.perf_counter()
         try:
-            result = dict(registry[name](self.context, **params))
+            result = with_fix_site(self.context, dict(registry[name](self.context, **params)))
         except Exception as exc:  # noqa: BLE001 — a failing probe is a finding
             result = {
                 "status": "error", "summary": f"the {name} probe raised "

@@ -19,6 +19,7 @@ class Graph:
         self.events: list[Event] = list(recording.get("events") or [])
         self.failure: Event | None = recording.get("failure")
         self.dropped = int(recording.get("dropped") or 0)
+        self.outer_frame: dict[str, Any] | None = recording.get("outer_frame")
         self._producers: dict[int, list[Event]] = {}
         for event in self.events:
             for out in event.get("outputs") or []:
@@ -64,8 +65,14 @@ class Graph:
                 return t
         return inputs[0] if inputs else None
 
-    def data_path(self, tensor: Tensor, before: int) -> list[Event]:
-        """The producing events along each op's main input, latest first."""
+    def data_path(self, tensor: Tensor, before: int, through_batches: bool = False
+                  ) -> list[Event]:
+        """The producing events along each op's main input, latest first.
+
+        A loader's batch ends the path, since the batch dimension begins there;
+        ``through_batches`` walks on into the collate and the dataset's items, where
+        properties of each sample (its image size) were made.
+        """
         chain: list[Event] = []
         current, limit = tensor, before
         seen: set[int] = set()
@@ -75,7 +82,9 @@ class Graph:
                 break
             seen.add(event["seq"])
             chain.append(event)
-            current, limit = self.main_input(event), event["seq"]
+            if not (through_batches and event.get("kind") == "batch"):
+                current = self.main_input(event)  # a batch: the same tensor, made by collate
+            limit = event["seq"]
         return chain
 
     def writes(self) -> list[tuple[Event, Tensor, int]]:

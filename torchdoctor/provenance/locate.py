@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from torchdoctor.provenance.graph import Graph, identity
-from torchdoctor.provenance.sites import site, step
+from torchdoctor.provenance.sites import constant_binding, last_binding, site, step
 
 _VERSION = re.compile(r"is at version (\d+); expected version (\d+)")
 _SAVED = re.compile(r"\[torch\.\w+ \[([\d, ]*)\]\], which is output \d+ of (\w+)")
@@ -28,6 +28,8 @@ _FLOATS = ("float16", "bfloat16", "float32", "float64")
 _DTYPE_WORDS = re.compile(r"dtype|scalar type|expected (?:scalar type )?(?:Float|Double|Long)"
                           r"|Found dtype", re.IGNORECASE)
 _DETACHING = ("detach", "detach_")
+_FREED = "backward through the graph a second time"
+_CHANNELS = re.compile(r"to have (\d+) channels, but got (\d+) channels")
 _REBUILDING = ("tensor", "as_tensor", "from_numpy", "Tensor", "FloatTensor")
 
 
@@ -47,7 +49,8 @@ def trace_back(recording: dict[str, Any], error: dict[str, Any] | None = None
         answer["why"] = ("the replay did not fail" if recording.get("replay") != "none"
                          else "nothing was replayed")
         return answer
-    for walker in (_version, _graph_cut, _device, _dtype, _shape, _value):
+    for walker in (_version, _carried_state, _graph_cut, _device, _dtype, _last_batch,
+                   _channels, _input_size, _unequal_items, _shape, _value):
         found = walker(graph, failure, message)
         if found is not None:
             answer.update(found)
@@ -111,6 +114,70 @@ def _made_by(graph: Graph, tensor: dict, before: int, maker: str) -> bool:
     if made is None and tensor.get("base") is not None:
         made = graph.producer({"id": tensor["base"]}, before)
     return made is not None and maker in str(made.get("op", "")).lower().replace("_", "")
+
+
+# ---------------------------------------------------------------- state carried across iterations
+
+
+def _carried_state(graph: Graph, failure: dict, message: str) -> dict | None:
+    """A tensor with history made in the previous iteration and read in this one.
+
+    "Backward through the graph a second time" after one backward per
+    iteration: the op that made the tensor ran before the previous backward
+    and ran again since (the same op on the same line: a new iteration), so the
+    value read now is last iteration's, whose graph that backward freed (an RNN's
+    hidden state, a running average fed back). Two losses of one forward differ:
+    their shared part was made once, before the first backward, and not again.
+    The fix (detach it) is where the loop binds the carried value.
+    """
+    if _FREED not in message:
+        return None
+    backwards = [e for e in graph.events if e["seq"] < failure["seq"]
+                 and _bare(e) == "backward"]
+    if not backwards:
+        return None
+    previous = backwards[-1]["seq"]
+    since = [e for e in graph.events if previous < e["seq"] < failure["seq"]]
+    for event in since:
+        for t in event.get("inputs") or []:
+            if not t.get("grad"):
+                continue
+            made = graph.producer(t, event["seq"])
+            if (made is None or made.get("kind") != "op" or made.get("inplace")
+                    or made["seq"] > previous):
+                continue
+            again = next((e for e in since if e["seq"] <= event["seq"]
+                          and (e.get("op"), e.get("file"), e.get("line"))
+                          == (made.get("op"), made.get("file"), made.get("line"))), None)
+            if again is None:
+                continue
+            return {
+                "property": "carried_state", "carried_shape": t["shape"],
+                "made_at": site(made), "read_at": site(event),
+                "fix_at": _where_bound(graph.outer_frame, again) or site(again),
+                "why": (f"the {t['shape']} tensor {made.get('op')} made in the previous"
+                        f" iteration is read again at {_line(event)}; the backward before"
+                        " freed its graph, so this backward walks into it"),
+            }
+    return None
+
+
+def _bare(event: dict) -> str:
+    return str(event.get("op", "")).rsplit(".", 1)[-1]
+
+
+def _line(event: dict) -> str:
+    return f"line {event.get('line')}"
+
+
+def _where_bound(frame: dict | None, made: dict) -> dict | None:
+    """The line of the failure's outermost frame that binds an output of ``made``."""
+    if not frame:
+        return None
+    names = frame.get("names") or {}
+    held = {names[str(t["id"])] for t in made.get("outputs") or [] if str(t["id"]) in names}
+    line = last_binding(frame["file"], held, frame.get("first_line") or 1, frame["line"])
+    return site({"file": frame["file"], "line": line}) if line else None
 
 
 # ---------------------------------------------------------------- a cut in the graph
@@ -227,6 +294,160 @@ def _shape(graph: Graph, failure: dict, message: str) -> dict | None:
                               "produced_at": site(graph.producer(t, failure["seq"]))}
                              for t in operands]}
     return None
+
+
+def _last_batch(graph: Graph, failure: dict, message: str) -> dict | None:
+    """The failing values came from the short last batch of an epoch.
+
+    When a loader's dataset is not a multiple of its batch size and it keeps
+    the remainder (``drop_last=False``), the epoch ends with a smaller batch.
+    Code that ran on every full batch and fails on that one fails because of
+    its size (a ``view(BSIZE, ...)``, BatchNorm given one sample): the fix is
+    where the loader was built (``drop_last=True``). The batches before it
+    must have run, or nothing shows that full batches pass.
+    """
+    if not _SHAPE_WORDS.search(message):
+        return None
+    for operand in failure.get("inputs") or []:
+        path = graph.data_path(operand, failure["seq"])
+        origin = path[-1] if path else None
+        if origin is None or origin.get("kind") != "batch":
+            continue
+        loader = origin.get("loader") or {}
+        size = next((t["shape"][0] for t in origin.get("outputs") or [] if t.get("shape")),
+                    None)
+        full = loader.get("batch_size")
+        last = loader.get("batches") is not None and loader.get("index") == loader["batches"]
+        if (size is None or not full or size >= full or not last or loader.get("drop_last")
+                or loader["index"] < 2):
+            continue
+        return {
+            "property": "last_batch", "last_batch": True, "batch_size": full,
+            "last_batch_size": size, "dataset_len": loader.get("dataset_len"),
+            "fix_at": site(loader.get("built_at")), "loaded_at": site(origin),
+            "chain": [step(e) for e in reversed(path)],
+            "why": (f"the failing values come from the last batch of the epoch, {size} samples"
+                    f" where the {loader['index'] - 1} batches before it held {full}: the"
+                    f" dataset's {loader.get('dataset_len')} samples are not a multiple of"
+                    " the batch size and the loader keeps the remainder (drop_last=False)"),
+        }
+    return None
+
+
+def _channels(graph: Graph, failure: dict, message: str) -> dict | None:
+    """A convolution given images with another number of channels than it was built for.
+
+    The channel count is the data's: nothing between the reader and the first
+    convolution changes it (a permute only moves it). So the walk goes back along
+    the input, through the loader's batches into each sample, to where the sample
+    tensor was made from data (``from_numpy``, ``torch.tensor``); ``data_source``
+    says so, and the patient follows the array further back into the reader, to
+    the line where it took the shape it has (``convert('L')``, ``expand_dims``).
+    """
+    counts = _CHANNELS.search(message)
+    operands = failure.get("inputs") or []
+    if counts is None or not operands:
+        return None
+    path = graph.data_path(operands[0], failure["seq"], through_batches=True)
+    source = path[-1] if path else None
+    if source is None or source.get("kind") != "op" or source.get("inputs"):
+        return None
+    shape = (source.get("outputs") or [{}])[0].get("shape")
+    return {
+        "property": "channels", "channels_expected": int(counts.group(1)),
+        "channels_got": int(counts.group(2)), "fix_at": site(source),
+        "data_source": {**(site(source) or {}), "op": source.get("op"), "shape": shape},
+        "chain": [step(e) for e in reversed(path)],
+        "why": (f"the images carry {counts.group(2)} channels from where they were made from"
+                f" data ({source.get('op')}, {shape}); the network was built for"
+                f" {counts.group(1)}"),
+    }
+
+
+def _input_size(graph: Graph, failure: dict, message: str) -> dict | None:
+    """Feature maps that no longer line up in their spatial sizes, from an input size
+    the network cannot take.
+
+    Operands of one batch that disagree in a dimension past the channels (a skip
+    connection one pixel off its upsampled partner: an odd size pooled and
+    doubled again) came from one input through the network; their sizes follow
+    the size the data was given before it entered the model. That is the latest
+    op they share, outside any module, that changed the sample's spatial size (a
+    resize, a crop),
+    and when that op took its size from a named constant (``size=IMAGE_SIZE``),
+    the line that sets the constant.
+    """
+    if not _SHAPE_WORDS.search(message):
+        return None
+    operands = [t for t in failure.get("inputs") or [] if len(t.get("shape") or []) >= 3]
+    if len(operands) < 2 or len({len(t["shape"]) for t in operands}) != 1:
+        return None
+    if len({t["shape"][0] for t in operands}) != 1 or len(
+            {tuple(t["shape"][2:]) for t in operands}) < 2:
+        return None
+    paths = [graph.data_path(t, failure["seq"], through_batches=True) for t in operands]
+    shared = set.intersection(*({e["seq"] for e in path} for path in paths))
+    path = paths[0]
+    setter = next((e for e in path if e["seq"] in shared and e.get("module") is None
+                   and _resizes(graph, e)), None)
+    if setter is None:
+        return None
+    made = (setter.get("outputs") or [{}])[0].get("shape") or []
+    answer = {
+        "property": "input_size", "input_shape": made, "size_set_at": site(setter),
+        "operands": [{"shape": t["shape"]} for t in operands], "fix_at": site(setter),
+        "chain": [step(e) for e in reversed(path) if e["seq"] >= setter["seq"]],
+        "why": (f"the operands {', '.join(str(t['shape']) for t in operands)} grew apart"
+                f" inside the network from the input size {made[-2:]} set by"
+                f" {setter.get('op')}; the network takes only sizes it can pool and"
+                " upsample back evenly"),
+    }
+    constant = constant_binding(setter.get("file"), setter.get("line"), made[-2:])
+    if constant is not None:
+        answer["fix_at"] = site({"file": setter["file"], "line": constant})
+    return answer
+
+
+def _unequal_items(graph: Graph, failure: dict, message: str) -> dict | None:
+    """Tensors joined into one (a collate's ``stack``) that were made with different sizes.
+
+    Each was made on its own (one sample, one label sequence), so the size that
+    differs was given where they were made: the line that made the ones whose
+    size is not the most common (often the same line for all of them, the
+    dataset's ``__getitem__`` building each sample's target).
+    """
+    if _bare(failure) not in ("stack", "cat") or not _SHAPE_WORDS.search(message):
+        return None
+    operands = failure.get("inputs") or []
+    shapes = [tuple(t.get("shape") or ()) for t in operands]
+    if len(operands) < 2 or len(set(shapes)) < 2 or len({len(s) for s in shapes}) != 1:
+        return None
+    common = max(set(shapes), key=shapes.count)
+    odd = [t for t, s in zip(operands, shapes) if s != common]
+    made = graph.producer(odd[0], failure["seq"])
+    if made is None:
+        return None
+    return {
+        "property": "item_size", "odd_shape": odd[0]["shape"], "common_shape": list(common),
+        "fix_at": site(made),
+        "operands": [{"shape": t["shape"], "produced_at": site(graph.producer(t, failure["seq"]))}
+                     for t in operands],
+        "why": (f"{len(odd)} of the {len(operands)} tensors {failure.get('op')} joins were made"
+                f" {list(odd[0]['shape'])} where the others are {list(common)}; the size was"
+                " given where they were made"),
+    }
+
+
+def _resizes(graph: Graph, event: dict) -> bool:
+    """An op that gave a sample new spatial sizes: rank kept, the trailing sizes changed,
+    and not by reordering them (a permute moves channels, it sets no size)."""
+    main = graph.main_input(event)
+    out = (event.get("outputs") or [{}])[0].get("shape")
+    if event.get("kind") != "op" or not main or out is None:
+        return False
+    got = main.get("shape") or []
+    return (len(got) == len(out) >= 3 and got[-2:] != out[-2:]
+            and sorted(got) != sorted(out))
 
 
 def _batch_merge(graph: Graph, failure: dict, operand: dict, operands: list[dict]

@@ -68,6 +68,29 @@ OPERATIONS: dict[str, dict[str, str]] = {
     "construct_then_call": {},
     "optimizer_over_model": {},
     "remove_detach": {},
+    "squeeze_argument": {
+        "index": "required: the argument to squeeze",
+        "dim": "the dimension to drop (default -1)",
+    },
+    "keep_matching_sizes": {},
+    "resize_before_cat": {},
+    "head_classes": {
+        "largest": "required: the field holding the largest label that arrives",
+        "wrong": "the field holding the number of classes the head was built for",
+    },
+    "drop_last_batch": {},
+    "pad_collate": {},
+    "image_mode": {"channels": "required: the channels the model takes, or a field holding "
+                               "them (1 → L, 3 → RGB, 4 → RGBA)"},
+    "repeat_gray_channels": {"channels": "required: the channels the model takes, or a field "
+                                         "holding them"},
+    "lambda_to_function": {},
+    "clone_before_index_assign": {},
+    "detach_carried_state": {},
+    "reduce_before_backward": {},
+    "no_grad_update": {},
+    "remove_no_grad": {},
+    "optimizer_after_model": {},
     "lower_learning_rate": {"factor": "how much lower (default 10)",
                             "best": "the field holding the rate a sweep found best"},
 }

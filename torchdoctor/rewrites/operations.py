@@ -29,7 +29,7 @@ from torchdoctor.rewrites.locate import (
 MAX_CANDIDATES = 3
 # Operations that rewrite the arguments of the call that failed, wherever the fix site is.
 AT_FAILING_CALL = frozenset({"cast_argument", "move_argument", "shift_argument",
-                             "view_as_argument"})
+                             "view_as_argument", "squeeze_argument", "resize_before_cat"})
 
 
 class NotApplicable(Exception):
@@ -133,7 +133,9 @@ def out_of_place(src: Source, line, params, fields) -> list[Candidate]:
 def _out_of_place_statement(small: cst.BaseSmallStatement) -> cst.BaseSmallStatement | None:
     if isinstance(small, cst.AugAssign) and type(small.operator) in _AUG_TO_BIN:
         target = small.target
-        if not isinstance(target, (cst.Name, cst.Attribute, cst.Subscript)):
+        # ``x[i] += v`` rewritten as ``x[i] = x[i] + v`` still writes into x: an index
+        # assignment is fixed by clone_before_index_assign.
+        if not isinstance(target, (cst.Name, cst.Attribute)):
             return None
         operator = _AUG_TO_BIN[type(small.operator)]()
         value = small.value
@@ -243,7 +245,8 @@ def lazy_linear(src: Source, line, params, fields) -> list[Candidate]:
 
     def built_with(call: cst.Call) -> bool:
         arg = keyword(call, "in_features") or next(iter(positional(call)), None)
-        return arg is not None and _literal_behind(src, arg.value, wrong) is not None
+        return arg is not None and (_literal_behind(src, arg.value, wrong) is not None
+                                    or _int_of(src, arg.value) == wrong)
 
     linears = _need(src.nodes(cst.Call, lambda c: call_name(c) == "Linear" and built_with(c)),
                     f"no nn.Linear built with in_features={wrong} in this file")
@@ -346,6 +349,101 @@ def view_as_argument(src: Source, line, params, fields) -> list[Candidate]:
         return _method(positional(call)[index].value, "view_as", cst.Arg(other))
 
     return _rewrite_argument(src, line, index, make, "reshape `{arg}` as `{new}`", needs=like)
+
+
+@operation("squeeze_argument")
+def squeeze_argument(src: Source, line, params, fields) -> list[Candidate]:
+    """``loss_fn(out, y)`` → ``loss_fn(out, y.squeeze(-1))``: targets stored with a trailing
+    dimension of one ([N, 1]) where the loss takes one class id per row ([N])."""
+    index, dim = int(params["index"]), int(params.get("dim", -1))
+
+    def make(call: cst.Call) -> cst.BaseExpression:
+        return _method(positional(call)[index].value, "squeeze", cst.Arg(_expr(str(dim))))
+
+    return _rewrite_argument(src, line, index, make, "squeeze `{arg}` as `{new}`")
+
+
+@operation("resize_before_cat")
+def resize_before_cat(src: Source, line, params, fields) -> list[Candidate]:
+    """``torch.cat((skip, up), dim=1)`` → ``torch.cat((skip, F.interpolate(up,
+    size=skip.shape[2:])), dim=1)`` for every such concatenation in the function that failed:
+    pooling floors an odd size and upsampling doubles it, so every skip connection of a
+    U-Net drifts, not only the first one to raise."""
+    if line is None:
+        raise NotApplicable("no line to rewrite: the failing frame is unknown")
+    home = src.function_at(line)
+    functional = _functional_name(src)
+    edits = []
+    for call in src.nodes(cst.Call, lambda c: call_name(c) == "cat" and positional(c)):
+        dim = keyword(call, "dim") or (positional(call)[1] if len(positional(call)) > 1 else None)
+        parts = positional(call)[0].value
+        if (src.function(call) is not home or dim is None or int_value(dim.value) != 1
+                or not isinstance(parts, (cst.Tuple, cst.List)) or len(parts.elements) < 2):
+            continue
+        first = parts.elements[0].value
+        if not isinstance(first, (cst.Name, cst.Attribute)):
+            continue
+        size = f"{code(first)}.shape[2:]"
+        elements = [parts.elements[0], *(e.with_changes(value=_expr(
+            f"{functional}.interpolate({code(e.value)}, size={size})"))
+            for e in parts.elements[1:])]
+        edits.append((parts, parts.with_changes(elements=elements)))
+    _need(edits, "no concatenation along the channels in the function that failed")
+    return [Candidate(edits, f"resize to the skip connection's size before {len(edits)} "
+                      "concatenation(s)", src.line(edits[0][0]))]
+
+
+def _functional_name(src: Source) -> str:
+    """The name the file gave ``torch.nn.functional`` (``F``), else the full path."""
+    for node in src.nodes((cst.Import, cst.ImportFrom)):
+        if isinstance(node.names, cst.ImportStar):
+            continue
+        prefix = code(node.module) + "." if isinstance(node, cst.ImportFrom) and node.module \
+            else ""
+        for alias in node.names:
+            if prefix + code(alias.name) == "torch.nn.functional" and alias.asname is not None:
+                return code(alias.asname.name)
+    return "torch.nn.functional"
+
+
+_CLASS_KEYWORDS = ("num_classes", "num_labels", "n_classes", "nclass", "classes",
+                   "out_features")
+
+
+@operation("head_classes")
+def head_classes(src: Source, line, params, fields) -> list[Candidate]:
+    """The classifier gets one output per class the labels hold (the largest label + 1):
+    ``from_pretrained(name)`` → ``from_pretrained(name, num_labels=N)``, a ``num_classes=K``
+    or the ``nn.Linear(d, K)`` built with the head's current ``K`` (``wrong``) → N."""
+    right = int(_field(params, fields, "largest")) + 1
+    wrong = _field(params, fields, "wrong") if "wrong" in params else None
+    wrong = int(wrong) if isinstance(wrong, int) or (isinstance(wrong, str)
+                                                     and wrong.isdigit()) else None
+    found = {}
+    for call in src.nodes(cst.Call):
+        if call_name(call) == "from_pretrained" and positional(call):
+            given = keyword(call, "num_labels")
+            if given is None:
+                args = [*call.args[:-1], call.args[-1].with_changes(comma=cst.Comma(
+                    whitespace_after=cst.SimpleWhitespace(" ")))]
+                found[call] = call.with_changes(args=[*args, cst.Arg(
+                    keyword=cst.Name("num_labels"), value=cst.Integer(str(right)),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                          whitespace_after=cst.SimpleWhitespace("")))])
+            continue
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value in _CLASS_KEYWORDS:
+                value = int_value(arg.value)
+                if value is not None and value != right and wrong in (None, value):
+                    found[arg.value] = cst.Integer(str(right))
+        if wrong is not None and call_name(call) == "Linear" and len(positional(call)) > 1:
+            literal = _literal_behind(src, positional(call)[1].value, wrong)
+            if literal is not None:
+                found[literal] = cst.Integer(str(right))
+    ranked = _ranked(src, _need(list(found), "no classifier head with its classes written "
+                                "out in this file"), line)
+    return [Candidate([(n, found[n])], f"build the head for {right} classes: "
+                      f"`{code(found[n])}`", src.line(n)) for n in ranked]
 
 
 # --- what the model or the loss is built from ----------------------------------------
@@ -528,7 +626,6 @@ def train_mode_in_loop(src: Source, line, params, fields) -> list[Candidate]:
     mode is undone before every training step."""
     evals = [c for c in src.nodes(cst.Call, lambda c: call_name(c) == "eval" and not c.args)
              if receiver(c) is not None]
-    owner = code(receiver(evals[0])) if evals else "model"
     loops = _loops_with(src, "backward")
     places = [loop for loop in loops
               if not any(isinstance(a, (cst.For, cst.While)) and a in loops
@@ -541,12 +638,35 @@ def train_mode_in_loop(src: Source, line, params, fields) -> list[Candidate]:
         start = 1 if body and _is_docstring(body[0]) else 0
         if len(body) > start and _statement_calls(body[start], "train"):
             continue
+        owner = _model_in(src, place, evals)
         body.insert(start, cst.parse_statement(f"{owner}.train()\n"))
         where = "loop" if isinstance(place, (cst.For, cst.While)) else f"{place.name.value}()"
         candidates.append(Candidate([(place.body, place.body.with_changes(body=body))],
                                     f"call {owner}.train() at the start of {where}",
                                     src.line(place)))
-    return _need(candidates[:MAX_CANDIDATES], "every training step already starts with train()")
+    return _need(_ranked_candidates(candidates, line)[:MAX_CANDIDATES],
+                 "every training step already starts with train()")
+
+
+_MODEL_NAMES = ("model", "net", "network", "module")
+
+
+def _model_in(src: Source, place: cst.CSTNode, evals: list[cst.Call]) -> str:
+    """The name the model has where train() goes: a parameter of the step function named
+    like a model, else what eval() was called on when that name is visible there (not
+    ``self.encoder`` from another class's method), else ``model``."""
+    function = place if isinstance(place, cst.FunctionDef) else src.function(place)
+    names = [p.name.value for p in function.params.params] if function else []
+    for name in names:
+        if name in _MODEL_NAMES or "model" in name:
+            return name
+    for call in evals:
+        root = receiver(call)
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and (root.value != "self" or "self" in names):
+            return code(receiver(call))
+    return "model"
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
@@ -598,6 +718,66 @@ def optimizer_over_model(src: Source, line, params, fields) -> list[Candidate]:
     ranked = _ranked(src, _need(list(found), "no optimizer built over a part of a model"), line)
     return [Candidate([(c, found[c])], f"optimize `{code(found[c])}` instead of `{code(c)}`",
                       src.line(c)) for c in ranked]
+
+
+@operation("optimizer_after_model")
+def optimizer_after_model(src: Source, line, params, fields) -> list[Candidate]:
+    """``opt = SGD(model.parameters())`` built before the model is replaced or changed
+    (``model = prune(model)``, ``model.fc = ...``, ``model.to(device)``) moves after the last
+    such change: the optimizer holds the parameter tensors it was given, not the model."""
+    candidates = []
+    for statement in src.nodes(cst.SimpleStatementLine, lambda s: len(s.body) == 1
+                               and isinstance(s.body[0], cst.Assign)):
+        value = statement.body[0].value
+        owner = _optimized_model(value)
+        block = _block_of(src, statement)
+        if owner is None or block is None:
+            continue
+        body = list(block.body)
+        later = [s for s in body[body.index(statement) + 1:] if _changes_model(s, owner)]
+        if not later:
+            continue
+        body.remove(statement)
+        body.insert(body.index(later[-1]) + 1, statement.with_changes(leading_lines=[]))
+        candidates.append(Candidate([(block, block.with_changes(body=body))],
+                                    f"build the optimizer after the last change to `{owner}`",
+                                    src.line(statement)))
+    return _need(_ranked_candidates(candidates, line),
+                 "no optimizer built before its model is changed in this file")
+
+
+def _optimized_model(value: cst.BaseExpression) -> str | None:
+    """``model`` in ``SGD(model.parameters(), ...)``."""
+    if not (isinstance(value, cst.Call) and call_name(value) in _OPTIMIZERS and positional(value)):
+        return None
+    first = positional(value)[0].value
+    if isinstance(first, cst.Call) and call_name(first) == "parameters" \
+            and isinstance(receiver(first), cst.Name):
+        return receiver(first).value
+    return None
+
+
+def _changes_model(statement: cst.CSTNode, owner: str) -> bool:
+    """A statement that rebinds the model, sets one of its attributes, or moves it."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                names = target.target.elements if isinstance(target.target, cst.Tuple) \
+                    else [target.target]
+                for name in names:
+                    node = name.value if isinstance(name, cst.Element) else name
+                    while isinstance(node, cst.Attribute):
+                        node = node.value
+                    if isinstance(node, cst.Name) and node.value == owner:
+                        return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                and call_name(small.value) in ("to", "cuda", "cpu", "half", "double") \
+                and isinstance(receiver(small.value), cst.Name) \
+                and receiver(small.value).value == owner:
+            return True
+    return False
 
 
 @operation("remove_detach")
@@ -681,6 +861,31 @@ def strip_prefix_on_load(src: Source, line, params, fields) -> list[Candidate]:
     return candidates
 
 
+@operation("keep_matching_sizes")
+def keep_matching_sizes(src: Source, line, params, fields) -> list[Candidate]:
+    """``model.load_state_dict(sd)`` → ``model.load_state_dict(keep_matching_sizes(model, sd))``:
+    only the tensors whose size differs from the model's (a head built for another number
+    of classes) keep the model's fresh values; every other key still loads strictly."""
+    from torchdoctor.rewrites.helpers import helper_edits
+
+    loads = [c for c in src.nodes(cst.Call, lambda c: call_name(c) == "load_state_dict")
+             if positional(c) and receiver(c) is not None]
+    ranked = _ranked(src, _need(loads, "no model.load_state_dict(...) call in this file"), line)
+    helper = helper_edits(src, "keep_matching_sizes")
+    candidates = []
+    for call in ranked:
+        state = positional(call)[0]
+        kept = cst.Call(func=cst.Name("keep_matching_sizes"), args=[
+            cst.Arg(receiver(call), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(state.value)])
+        new = call.with_changes(args=[state.with_changes(value=kept) if a is state else a
+                                      for a in call.args])
+        candidates.append(Candidate([(call, new), *helper], "load the checkpoint except the "
+                                    "tensors whose size differs from the model's",
+                                    src.line(call)))
+    return candidates
+
+
 @operation("map_location_cpu")
 def map_location_cpu(src: Source, line, params, fields) -> list[Candidate]:
     """``torch.load(path)`` → ``torch.load(path, map_location="cpu")``."""
@@ -743,6 +948,46 @@ def _literal_behind(src: Source, expr: cst.BaseExpression, value: int,
         found = _literal_behind(src, param.default, value, hops - 1)
         if found is not None:
             return found
+    return None
+
+
+_ARITHMETIC = {cst.Multiply: lambda a, b: a * b, cst.Add: lambda a, b: a + b,
+               cst.Subtract: lambda a, b: a - b, cst.FloorDivide: lambda a, b: a // b}
+
+
+def _int_of(src: Source, expr: cst.BaseExpression, hops: int = 3) -> int | None:
+    """The integer an expression of constants comes to, following names to their assignment
+    or default and ``self.NAME`` to the class attribute (``512 * self.fc_scale`` with
+    ``fc_scale = 7 * 7`` is 25088); None when any part is not a constant."""
+    value = int_value(expr)
+    if value is not None or hops == 0:
+        return value
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = _int_of(src, expr.left, hops), _int_of(src, expr.right, hops)
+        combine = _ARITHMETIC.get(type(expr.operator))
+        if left is None or right is None or combine is None or (
+                isinstance(expr.operator, cst.FloorDivide) and right == 0):
+            return None
+        return combine(left, right)
+    name = expr.value if isinstance(expr, cst.Name) else (
+        expr.attr.value if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name)
+        and expr.value.value == "self" else None)
+    if name is None:
+        return None
+    for assign in src.nodes(cst.Assign):
+        for target in assign.targets:
+            bound = target.target
+            if (isinstance(bound, cst.Name) and bound.value == name) or (
+                    isinstance(bound, cst.Attribute) and bound.attr.value == name
+                    and isinstance(expr, cst.Attribute)):
+                found = _int_of(src, assign.value, hops - 1)
+                if found is not None:
+                    return found
+    if isinstance(expr, cst.Name):
+        for param in src.nodes(cst.Param, lambda p: p.name.value == name and p.default):
+            found = _int_of(src, param.default, hops - 1)
+            if found is not None:
+                return found
     return None
 
 
@@ -835,10 +1080,12 @@ def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
                  and receiver(c).value in ("torch", "np", "math") else receiver(c) is not None)]
     calls = _need(calls, "no log or sqrt in this file")
     home = src.function_at(line) if line else None
+    # The function that failed, when it takes the log itself; a check that raised on a NaN
+    # loss (``if not torch.isfinite(loss): raise``) took it in a function it called, and
+    # then every log of the file is clamped (harmless where the argument is not near zero).
+    inside = [c for c in calls if home is None or src.function(c) is home]
     edits = []
-    for call in calls:
-        if home is not None and src.function(call) is not home:
-            continue
+    for call in inside or calls:
         floor = cst.Float(_DOMAIN_EDGE[call_name(call)]) if "." in _DOMAIN_EDGE[call_name(call)] \
             or "e" in _DOMAIN_EDGE[call_name(call)] else cst.Integer("0")
         subject = receiver(call)
@@ -850,6 +1097,10 @@ def clamp_domain(src: Source, line, params, fields) -> list[Candidate]:
             new = call.with_changes(func=call.func.with_changes(
                 value=_method(subject, "clamp_min", cst.Arg(floor))))
         edits.append((call, new))
-    _need(edits, "no log or sqrt in the function that failed")
     return [Candidate(edits, f"keep the argument of {len(edits)} log/sqrt call(s) inside the "
                       "domain with clamp_min", src.line(edits[0][0]))]
+
+
+# The operations of the data pipeline and of autograd's bookkeeping live in their own
+# modules; importing them registers them here.
+from torchdoctor.rewrites import autograd, loading  # noqa: F401

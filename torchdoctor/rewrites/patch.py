@@ -70,4 +70,7 @@ class _Replace(cst.CSTTransformer):
         self.edits = edits
 
     def on_leave(self, original_node, updated_node):
-        return self.edits.get(original_node, updated_node)
+        new = self.edits.get(original_node, updated_node)
+        # An edit may be a function of the node as the other edits left it (an insertion
+        # next to a statement that is itself rewritten).
+        return new(updated_node) if callable(new) else new

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from torchdoctor.session import Session
+from torchdoctor.investigation.settling import settle_session
 from torchdoctor.investigation.walk import Cancelled, PatientFactory
 
 # Progress: (checks done, checks planned, the check now running).
@@ -104,6 +105,7 @@ class SymptomCheckup:
             # session never proposed: the result stands without a verdict.
             finding = {**finding, "hypothesis": None, "verdict": None}
         self.session.record_probe(finding)
+        settle_session(self.session, self.hypothesis_spec)
 
     def _adopt(self, check: Any) -> None:
         """The cause a check confirmed, added to the session's matches with its fix."""

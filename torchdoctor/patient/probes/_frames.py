@@ -86,6 +86,26 @@ def user_frame(skip: int = 1) -> dict[str, Any] | None:
     return fallback
 
 
+def outer_user_frame(skip: int = 1) -> dict[str, Any] | None:
+    """The outermost user frame before torchdoctor's: the line of the user's function that
+    torchdoctor called (a harness's ``train_step``) through which the caller was reached.
+
+    Where a training step calls a helper that changes state for the rest of the run
+    (a validation that leaves the model in eval mode), the step's own line is where
+    the change has to be undone.
+    """
+    frame: FrameType | None = sys._getframe(skip)
+    found = None
+    while frame is not None:
+        kind = file_kind(frame.f_code.co_filename)
+        if kind == DOCTOR:
+            break
+        if kind == USER:
+            found = frame_info(frame.f_code.co_filename, frame.f_lineno, _qualname(frame))
+        frame = frame.f_back
+    return found
+
+
 def exception_location(exc: BaseException | None) -> dict[str, Any] | None:
     """The deepest user frame of an exception: the user's line that led to the error.
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchdoctor.patient.probes._frames import user_frame
+from torchdoctor.patient.probes._frames import outer_user_frame, user_frame
 
 NORM_LAYERS = (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)
 
@@ -36,6 +36,7 @@ class LoopRecorder:
     model: nn.Module
     events: list[LoopEvent] = field(default_factory=list)
     eval_sites: list[dict] = field(default_factory=list)
+    eval_step_sites: list[dict] = field(default_factory=list)  # the step's line for each
     call: int = 0
 
     def kinds(self) -> list[str]:
@@ -71,11 +72,17 @@ def watch_loop(model: nn.Module, optimizer: torch.optim.Optimizer | None
         recorder.on_backward()
         return original_backward(*args, **kwargs)
 
+    own = {id(m) for m in model.modules()}
+
     def train(self: nn.Module, mode: bool = True) -> nn.Module:
-        if not mode and self is model:
+        # eval() on the model or on any part of it: where it was called, and the line of
+        # the train_step that led there, where a helper (a validation) that leaves eval
+        # mode on has to be followed by train().
+        if not mode and id(self) in own:
             site = user_frame(2)
             if site is not None:
                 recorder.eval_sites.append(site)
+                recorder.eval_step_sites.append(outer_user_frame(2) or site)
         return original_train(self, mode)
 
     def wrap(owner: Any, name: str, kind: str) -> None:

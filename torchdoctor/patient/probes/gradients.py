@@ -18,6 +18,7 @@ from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._copies import replica, standard_optimizer
 from torchdoctor.patient.probes._errors import describe_error
 from torchdoctor.patient.probes._frames import exception_location, location, user_frame
+from torchdoctor.patient.probes._grad_switches import watching_grad_switches
 from torchdoctor.patient.probes._modules import module_of, readable_name, top_module
 from torchdoctor.patient.probes._training_step import plain_step, total_grad_norm
 
@@ -62,6 +63,7 @@ def grad_flow(ctx: ProbeContext, vanish: float = 1e-7, explode: float = 1e3) -> 
         for h in handles:
             h.remove()
     frozen, missing, reasons, norms, nonfinite = [], [], {}, {}, []
+    in_step = _step_cuts(ctx)
     for name, p in rep.model.named_parameters():
         if not p.requires_grad:
             frozen.append(name)
@@ -69,6 +71,9 @@ def grad_flow(ctx: ProbeContext, vanish: float = 1e-7, explode: float = 1e3) -> 
             missing.append(name)
             reasons[name] = "cut off (detach / no_grad)" if module_of(name) in ran \
                 else "unused in forward"
+        elif name in in_step:
+            missing.append(name)
+            reasons[name] = "cut off by no_grad in train_step"
         else:
             norm = float(p.grad.detach().float().norm())
             if math.isfinite(norm):
@@ -96,17 +101,22 @@ def grad_flow(ctx: ProbeContext, vanish: float = 1e-7, explode: float = 1e3) -> 
         "max_norm": max(norms.values()) if norms else None,
         "min_norm": min(norms.values()) if norms else None,
         "layer_norms": {k: round(v, 8) for k, v in list(norms.items())[:MAX_LISTED]},
-        "graph_cuts": watcher.cuts[:5],
+        "graph_cuts": ([*{(c["file"], c["line"]): c for c in in_step.values()}.values()]
+                       + watcher.cuts)[:5],
     }
     if nonfinite:
         return result("fail", f"non-finite gradients in {len(nonfinite)} parameters, first "
                       f"{nonfinite[0]}", facts, location(module=readable_name(rep.model, module_of(nonfinite[0]))))
     if missing:
         module = readable_name(rep.model, top_module(missing))
-        cut = watcher.cuts[0] if watcher.cuts else None
-        return result("fail", f"{len(missing)} parameters get no gradient ({module}: "
-                      f"{reasons[missing[0]]})", facts,
-                      location(module=module, op=cut and cut["op"], site=cut))
+        cut = facts["graph_cuts"][0] if facts["graph_cuts"] else None
+        answer = result("fail", f"{len(missing)} parameters get no gradient ({module}: "
+                        f"{reasons[missing[0]]})", facts,
+                        location(module=module, op=cut and cut["op"], site=cut))
+        if in_step:
+            # The switch the user's step turned gradients off with is the line to change.
+            answer["fix_at"] = cut
+        return answer
     if exploding:
         trend = ", growing each step" if growing else ""
         return result("fail", f"exploding gradients (> {explode:g}) in {len(exploding)} "
@@ -119,6 +129,43 @@ def grad_flow(ctx: ProbeContext, vanish: float = 1e-7, explode: float = 1e3) -> 
     frozen_note = f"; {len(frozen)} frozen" if frozen else ""
     return result("pass", f"every trainable parameter gets a finite gradient (norms "
                   f"{facts['min_norm']:.2g}–{facts['max_norm']:.2g}){frozen_note}", facts)
+
+
+def _step_cuts(ctx: ProbeContext) -> dict[str, dict]:
+    """Parameters the user's own ``train_step`` leaves without a gradient because their
+    module ran under a ``no_grad`` it entered, each with that switch's line.
+
+    The plain forward above is the model's; the step is how the harness trains it,
+    and a step that encodes its inputs under ``no_grad`` cuts a graph the model's
+    forward alone keeps whole. Only read when the step ran a backward that reached
+    some parameter: a step without backward says nothing about any of them.
+    """
+    if ctx.train_step is None or ctx.optimizer is None:
+        return {}
+    rep = replica(ctx)
+    rep.model.train(ctx.model.training)
+    reached: set[str] = set()
+    trainable = [(n, p) for n, p in rep.model.named_parameters() if p.requires_grad]
+    handles = [p.register_post_accumulate_grad_hook(lambda p, n=n: reached.add(n))
+               for n, p in trainable]
+    try:
+        with watching_grad_switches(rep.model) as switches:
+            rep.step()
+    except Exception:  # noqa: BLE001 - the step's own failure is other probes' finding
+        return {}
+    finally:
+        for handle in handles:
+            handle.remove()
+    if not reached:
+        return {}
+    cut = {}
+    for name, _ in trainable:
+        module = module_of(name)
+        if name not in reached and module in switches.ran_without_grad:
+            site = switches.ran_without_grad[module]
+            if site is not None:
+                cut[name] = {**site, "op": "no_grad"}
+    return cut
 
 
 def _norm_history(ctx: ProbeContext) -> list[float]:

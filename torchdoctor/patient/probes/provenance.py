@@ -15,15 +15,17 @@ from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import never_raises
 from torchdoctor.patient.probes._frames import file_name
+from torchdoctor.patient.recorder.fix_site import traced_failure
 from torchdoctor.patient.recorder.replay import recording_for
-from torchdoctor.provenance import trace_back
 
 PROBE_FACTS = (
     "replay", "reproduced", "recorded", "kept", "dropped", "ring", "optimizer_steps",
     "could_not_see", "error_type", "error_message", "property", "raised_at", "fix_at", "why",
     "write_kind", "write_op", "written_param", "saved_at", "batch_merged", "batch_size",
     "merged_by", "called_at", "odd_value", "operands", "offending_argument", "made_noncontiguous_at", "cut_by",
-    "chain", "recording_tail",
+    "chain", "recording_tail", "last_batch", "last_batch_size", "dataset_len", "loaded_at",
+    "carried_shape", "made_at", "read_at", "input_shape", "size_set_at", "odd_shape",
+    "common_shape", "channels_expected", "channels_got", "data_source",
 )
 
 
@@ -52,7 +54,7 @@ def provenance(ctx: ProbeContext, ring: int = 0, budget: float = 0.0, events: in
         return _answer("error", f"{what} failed for another reason"
                        f" ({replayed_error['type']}: {replayed_error['message'][:120]}),"
                        " so nothing is concluded from it", facts)
-    found = trace_back(recording)
+    found = traced_failure(ctx, recording)
     facts.update({key: value for key, value in found.items() if key in facts})
     fix, raised = found.get("fix_at"), found.get("raised_at")
     modules = recording.get("modules")

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from torchdoctor.patient.built_at import optimizer_built_at
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._modules import readable_name
@@ -93,6 +94,7 @@ def weights_update(ctx: ProbeContext) -> dict:
         "step_calls": len(loop.of("step")),
         "reasons": dict(list(reasons.items())[:MAX_LISTED]),
         "used_train_step": ctx.train_step is not None,
+        "optimizer_built_at": None,
     }
     if not stuck:
         note = f" ({len(frozen)} frozen by requires_grad=False)" if frozen else ""
@@ -104,9 +106,14 @@ def weights_update(ctx: ProbeContext) -> dict:
         return result("fail", "optimizer.step() is never called: no parameter changes",
                       facts, location(op="step", site=site))
     first_reason = reasons[stuck[0]]
-    return result("fail", f"{len(stuck)} of {total} parameters did not change after one step: "
-                  f"{stuck[0]} ({first_reason})", facts,
-                  location(module=readable_name(rep.model, top_module(stuck))))
+    answer = result("fail", f"{len(stuck)} of {total} parameters did not change after one "
+                    f"step: {stuck[0]} ({first_reason})", facts,
+                    location(module=readable_name(rep.model, top_module(stuck))))
+    if not_in_opt:
+        # The optimizer holds what the model had when it was built: the fix is to build it
+        # from the model as trained, so the construction line is where it belongs.
+        answer["fix_at"] = facts["optimizer_built_at"] = optimizer_built_at(ctx.optimizer)
+    return answer
 
 
 @probe("loop_order")
@@ -160,9 +167,12 @@ def loop_order(ctx: ProbeContext, steps: int = 3) -> dict:
         kinds = {name: type(m).__name__ for name, m in rep.model.named_modules()}
         what = ", ".join(f"`{name}` ({kinds[name]})" if name in kinds else f"`{name}`"
                          for name in eval_at.eval_modules[:3])
-        return result("fail", f"training runs with {what or 'the whole model'} in eval mode: "
-                      "dropout is off and batch-norm statistics are frozen", facts,
-                      location(module=module, op="eval", site=site))
+        answer = result("fail", f"training runs with {what or 'the whole model'} in eval "
+                        "mode: dropout is off and batch-norm statistics are frozen", facts,
+                        location(module=module, op="eval", site=site))
+        # The step's own line that led to eval(): train mode is restored after it.
+        answer["fix_at"] = loop.eval_step_sites[-1] if loop.eval_step_sites else None
+        return answer
     if not backwards:
         return result("warn", "train_step never called backward()", facts)
     if not loop.of("step"):
@@ -270,24 +280,63 @@ def loss_at_init(ctx: ProbeContext) -> dict:
 
 
 class _HeadWatcher(TorchFunctionMode):
-    """Records activation and loss calls (with the user's line) during forward and loss."""
+    """Records activation and loss calls (with the user's line) during forward and loss,
+    which op made each tensor, and what the loss did with the model's output."""
 
     ACTIVATIONS = frozenset({"softmax", "log_softmax", "sigmoid"})
     LOSSES = frozenset({"cross_entropy", "nll_loss", "binary_cross_entropy",
               "binary_cross_entropy_with_logits"})
+    # Ops that only move or select values: the output of a view of x has x's sign.
+    SHAPE_ONLY = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "__getitem__",
+                            "contiguous", "clone", "permute", "transpose", "t", "expand"})
+    # The loss turns its input into a probability through a sigmoid.
+    SQUASHING = frozenset({"sigmoid", "binary_cross_entropy_with_logits"})
 
     def __init__(self) -> None:
         super().__init__()
         self.activations: list[tuple[str, dict | None]] = []
         self.losses: list[str] = []
+        self.made: dict[int, tuple[str, dict | None, Any]] = {}  # id → (op, site, inputs)
+        self.keep: list[Any] = []  # the tensors ``made`` names, alive while we watch
+        self.output: Any = None  # set between forward and loss
+        self.squashed_output = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
+        site = None
         if name in self.ACTIVATIONS:
-            self.activations.append((name, user_frame(2)))
+            site = user_frame(2)
+            self.activations.append((name, site))
         elif name in self.LOSSES:
             self.losses.append(name)
-        return func(*args, **(kwargs or {}))
+        if self.output is not None and name in self.SQUASHING and args \
+                and self._root(args[0]) is self._root(self.output):
+            self.squashed_output = True
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor):
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            self.made[id(out)] = (name, site or user_frame(2), tensors[:1])
+            self.keep.append(out)
+        return out
+
+    def _root(self, tensor: Any) -> Any:
+        """The tensor a chain of shape-only ops started from."""
+        while isinstance(tensor, torch.Tensor) and id(tensor) in self.made:
+            name, _, inputs = self.made[id(tensor)]
+            if name not in self.SHAPE_ONLY or not inputs:
+                break
+            tensor = inputs[0]
+        return tensor
+
+    def producer(self, tensor: Any) -> tuple[str | None, dict | None]:
+        """The op (past views) that made ``tensor`` in forward, and the user's line of it."""
+        name, site, _ = self.made.get(id(self._root(tensor)), (None, None, None))
+        return name, site
+
+
+# Ops whose result is never negative: sigmoid(x) of such an x is at least 0.5.
+NONNEGATIVE = frozenset({"relu", "relu_", "relu6", "softplus", "abs", "exp", "sigmoid",
+                         "softmax", "square"})
 
 
 def _last_leaf(model: nn.Module, ctx: ProbeContext) -> tuple[str, nn.Module | None]:
@@ -321,6 +370,7 @@ def output_head(ctx: ProbeContext) -> dict:
     try:
         with torch.no_grad(), watcher:
             output = rep.forward()
+            watcher.output = output
             try:
                 rep.loss(output)
             except Exception as exc:  # noqa: BLE001 - BCELoss refuses values outside [0, 1]
@@ -330,6 +380,7 @@ def output_head(ctx: ProbeContext) -> dict:
         return result("error", f"forward raised {type(exc).__name__}: {exc}",
                       {"error": describe_error(exc)}, location(site=exception_location(exc)))
     facts: dict[str, Any] = {"softmax_before_ce": False, "logits_into_bce": False,
+                             "output_floor_before_sigmoid": False, "output_made_by": None,
                              "sigmoid_before_bce_logits": False, "head_width": None,
                              "num_classes": rep.num_classes, "width_mismatch": False,
                              "loss_functions": sorted(set(watcher.losses)),
@@ -363,6 +414,16 @@ def output_head(ctx: ProbeContext) -> dict:
         return result("fail", "the model applies sigmoid before BCEWithLogitsLoss, which "
                       "applies it again", facts,
                       location(module=head_name, op="sigmoid", site=act_site))
+    made_by, made_at = watcher.producer(output)
+    if watcher.squashed_output and made_by in NONNEGATIVE:
+        facts.update(output_floor_before_sigmoid=True, output_made_by=made_by)
+        answer = result("fail", f"the model's output comes out of {made_by}, so it is never "
+                        "negative, and the loss passes it through a sigmoid: every "
+                        "probability is at least 0.5 and the negative class can never be "
+                        "predicted", facts, location(module=head_name, op=made_by,
+                                                     site=made_at))
+        answer["fix_at"] = made_at
+        return answer
     if "binary_cross_entropy" in losses and (not shape["in_unit"] or loss_error is not None):
         facts["logits_into_bce"] = True
         return result("fail", "raw logits (outside [0, 1]) are fed to BCELoss, which expects "
@@ -429,6 +490,7 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
     optimizer = rep.optimizer if use_own else standard_optimizer(rep)
     losses: list[float] = []
     deadline = time.monotonic() + seconds
+    out_of_time = False
     try:
         for _ in range(max(1, steps)):
             value = loss_value(rep.step()) if use_own else plain_step(rep, optimizer)
@@ -436,7 +498,8 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
                 with torch.no_grad():
                     value = float(rep.loss(rep.forward()))
             losses.append(value)
-            if not finite(value) or time.monotonic() > deadline \
+            out_of_time = time.monotonic() > deadline and len(losses) < steps
+            if not finite(value) or out_of_time \
                     or all(_low(v, losses[0]) for v in losses[-EARLY_STOP:]) \
                     and len(losses) >= EARLY_STOP:
                 break
@@ -453,13 +516,29 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
              "learned": bool(learned), "curve": _downsample(losses), "steps_run": len(losses),
              "used_train_step": use_own,
              "steps_to_fit": _steps_to_fit(initial, final, len(losses)),
-             "patience_steps": PATIENCE * max(1, steps)}
+             "patience_steps": PATIENCE * max(1, steps), "out_of_time": out_of_time,
+             "loss_reads_targets": None}
     if not finite(final):
         return result("fail", f"loss turned {final} after {len(losses)} steps on one batch",
                       facts)
     if learned:
         return result("pass", f"overfits one batch: loss {initial:.4g} → {final:.4g} in "
                       f"{len(losses)} steps", facts)
+    facts["loss_reads_targets"] = _reads_targets(ctx)
+    if facts["loss_reads_targets"] is False:
+        # "Near zero" is the floor of a loss that scores outputs against targets a model
+        # can memorise; a loss that ignores the targets (a likelihood of the inputs, a
+        # self-supervised objective) has its own floor above zero, unknown here.
+        return result("inconclusive", f"the loss does not read the targets, so its floor "
+                      f"is not zero: {initial:.4g} → {final:.4g} after {len(losses)} steps "
+                      "says nothing about whether the step works", facts)
+    if out_of_time:
+        # The claim is about `steps` steps; how far a loss falls in fewer says nothing of
+        # where it goes (the first steps of Adam or of a warm-up move it least), and how
+        # many fit in the time depends on the machine, not on the training.
+        return result("inconclusive", f"ran out of its {seconds:g} s after {len(losses)} of "
+                      f"{steps} steps (loss {initial:.4g} → {final:.4g}), too few to tell a "
+                      "slow fit from a broken step", facts)
     projected = facts["steps_to_fit"]
     if projected is not None and projected <= facts["patience_steps"]:
         return result("warn", f"learns one batch slowly: loss {initial:.4g} → {final:.4g} "
@@ -469,6 +548,31 @@ def overfit_batch(ctx: ProbeContext, steps: int = 150, seconds: float = 20.0) ->
              else "barely falls")
     return result("fail", f"cannot overfit one batch: the loss {moved}, {initial:.4g} → "
                   f"{final:.4g} after {len(losses)} steps", facts)
+
+
+def _reads_targets(ctx: ProbeContext) -> bool | None:
+    """Whether the loss changes when the targets do (None when that cannot be tried).
+
+    Targets are shifted by one (modulo one more class than the largest, for class
+    indices); a loss that raises on the shifted targets reads them too.
+    """
+    targets = ctx.targets
+    if not isinstance(ctx.batch, (tuple, list)) or not isinstance(targets, torch.Tensor) \
+            or targets.numel() == 0 or targets.dtype == torch.bool:
+        return None
+    if targets.is_floating_point():
+        shifted = targets + 1
+    else:
+        shifted = (targets + 1) % (int(targets.max()) + 2)
+    rep = replica(ctx)
+    try:
+        with torch.no_grad():
+            output = rep.forward()
+            same = torch.equal(torch.as_tensor(rep.loss_fn(output, targets)),
+                               torch.as_tensor(rep.loss_fn(output, shifted)))
+    except Exception:  # noqa: BLE001 - refusing the shifted targets is reading them
+        return True
+    return not same
 
 
 @probe("lr_range")

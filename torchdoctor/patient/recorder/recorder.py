@@ -33,11 +33,14 @@ from torch.optim.optimizer import (
     register_optimizer_step_pre_hook,
 )
 from torch.overrides import TorchFunctionMode
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 from torch.utils.weak import WeakIdKeyDictionary
 
 from torchdoctor.patient.probes._describe import tensor_stats
+from torchdoctor.patient.probes._frames import USER
 from torchdoctor.patient.probes.trace import is_inplace, op_name
-from torchdoctor.patient.recorder.sites import Site, user_site
+from torchdoctor.patient.recorder.sites import Site, code_kind, transparent, user_site
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -70,6 +73,8 @@ class Recorder(TorchFunctionMode):
         self._paths: dict[int, tuple[str, str]] = {}
         self._param_names: dict[int, str] = {}
         self._built_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        # Each loader iterator's loader, as the batches it yields are described.
+        self._loaders: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._modules: dict[str, dict[str, Any]] = {}
         self._in_step = 0
         self._busy = False  # the recorder's own hooks are running: their ops are not the user's
@@ -87,6 +92,11 @@ class Recorder(TorchFunctionMode):
             register_optimizer_step_post_hook(self._step_post),
         ]
         self._patch(nn.Module, "__init__", self._module_init(nn.Module.__init__))
+        self._patch(DataLoader, "__init__", self._module_init(DataLoader.__init__))
+        self._patch(_BaseDataLoaderIter, "__init__",
+                    self._loader_iter_init(_BaseDataLoaderIter.__init__))
+        self._patch(_BaseDataLoaderIter, "__next__",
+                    self._loader_next(_BaseDataLoaderIter.__next__))
         for name in _FACTORIES:
             original = getattr(torch, name)
             self._patch(torch, name, self._factory(name, original))
@@ -142,7 +152,7 @@ class Recorder(TorchFunctionMode):
             self._op(f"torch.{name}", user_site(2), (), out, False)
             return out
 
-        return factory
+        return transparent(factory)
 
     def _file_op(self, name: str, original: Any) -> Any:
         position = 1 if name == "save" else 0  # save(obj, f), load(f)
@@ -156,11 +166,11 @@ class Recorder(TorchFunctionMode):
                                 os.path.abspath(path) if path else None))
             return out
 
-        return file_op
+        return transparent(file_op)
 
     def _module_init(self, original: Any) -> Any:
-        """Where each module was built: a torch module does only what its arguments say,
-        so a property it made wrong is fixed where it was constructed."""
+        """Where each module (and loader) was built: a torch module does only what its
+        arguments say, so a property it made wrong is fixed where it was constructed."""
         built_at = self._built_at
 
         def __init__(module: nn.Module, *args: Any, **kwargs: Any) -> None:
@@ -168,7 +178,37 @@ class Recorder(TorchFunctionMode):
             if module not in built_at:
                 built_at[module] = user_site(2)
 
-        return __init__
+        return transparent(__init__)
+
+    def _loader_iter_init(self, original: Any) -> Any:
+        loaders = self._loaders
+
+        def __init__(iterator: Any, loader: Any, *args: Any, **kwargs: Any) -> None:
+            original(iterator, loader, *args, **kwargs)
+            loaders[iterator] = loader
+
+        return transparent(__init__)
+
+    def _loader_next(self, original: Any) -> Any:
+        """Each batch a loader yields, with how the loader was built: a failure on the
+        short last batch of an epoch is fixed where the loader is constructed."""
+
+        def __next__(iterator: Any) -> Any:
+            batch = original(iterator)
+            loader = self._loaders.get(iterator)
+            if loader is not None:
+                self._busy = True
+                try:
+                    described = self._tensors(batch)
+                    info = _loader_json(loader, self._built_at.get(loader),
+                                        iterator._num_yielded)
+                finally:
+                    self._busy = False
+                self.recorded += 1
+                self.events.append(("batch", self.recorded, user_site(2), info, described))
+            return batch
+
+        return transparent(__next__)
 
     def _op(self, name: str, site: Site | None, inputs: tuple, out: Any, inplace: bool) -> None:
         self.recorded += 1
@@ -195,11 +235,11 @@ class Recorder(TorchFunctionMode):
         try:
             base = t._base if t._is_view() else None
             return (self._serial(t), tuple(t.shape), t.dtype, t.device, t._version,
-                    self._serial(base) if base is not None else None)
+                    self._serial(base) if base is not None else None, t.requires_grad)
         except (RuntimeError, TypeError, NotImplementedError):
             # Inference-mode tensors keep no version, nested tensors have no single shape:
             # describing them must never break the user's op.
-            return (self._serial(t), (), t.dtype, t.device, None, None)
+            return (self._serial(t), (), t.dtype, t.device, None, None, t.requires_grad)
 
     def _fail(self, name: str, site: Site | None, args: tuple, kwargs: dict) -> None:
         """The op that raised, with statistics of its operands (computed once, here)."""
@@ -280,6 +320,29 @@ class Recorder(TorchFunctionMode):
         self.events.append(("step", self.recorded, type(optimizer).__name__, user_site(2),
                             tuple(bumped)))
 
+    # ------------------------------------------------------------ the failure's frame
+
+    def outer_frame(self, error: BaseException | None) -> dict[str, Any] | None:
+        """The outermost user frame of ``error`` and the recorded tensors it holds by name.
+
+        That frame is where the program keeps what lives from one iteration to the
+        next (``prediction, h = rnn(x, h)`` in the loop): a value carried across
+        iterations is fixed where it binds the name, not deep in the model.
+        """
+        tb = error.__traceback__ if error is not None else None
+        while tb is not None and code_kind(tb.tb_frame.f_code) != USER:
+            tb = tb.tb_next
+        if tb is None:
+            return None
+        frame, code = tb.tb_frame, tb.tb_frame.f_code
+        names: dict[str, str] = {}  # serial (a JSON key) → the name the frame holds it by
+        for name, value in list(frame.f_locals.items())[:512]:
+            serial = self._serials.get(value) if isinstance(value, torch.Tensor) else None
+            if serial is not None:
+                names.setdefault(str(serial), name)
+        return {"file": code.co_filename, "line": tb.tb_lineno,
+                "first_line": code.co_firstlineno, "names": names}
+
     # ------------------------------------------------------------ out
 
     def to_json(self) -> dict[str, Any]:
@@ -322,6 +385,18 @@ def _recorded_name(func: Any) -> str | None:
     return name
 
 
+def _loader_json(loader: Any, built: Site | None, yielded: int) -> dict[str, Any]:
+    """What decides a loader's batches: its size, whether the short last one is dropped,
+    the dataset's length, and which batch of the epoch this one is."""
+    try:
+        batches, dataset_len = len(loader), len(loader.dataset)
+    except TypeError:  # an iterable dataset without a length
+        batches = dataset_len = None
+    return {"built_at": site_json(built) if built is not None else None,
+            "batch_size": loader.batch_size, "drop_last": bool(loader.drop_last),
+            "dataset_len": dataset_len, "batches": batches, "index": yielded}
+
+
 def _module_json(names: tuple[str, str] | None) -> dict[str, Any]:
     return {"module": names[0] if names else None, "module_label": names[1] if names else None}
 
@@ -347,9 +422,9 @@ def site_json(site: Site | None) -> dict[str, Any]:
 
 
 def _as_json(described: tuple) -> dict[str, Any]:
-    serial, shape, dtype, device, version, base = described[:6]
+    serial, shape, dtype, device, version, base, grad = described[:7]
     return {"id": serial, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
-            "device": str(device), "version": version, "base": base}
+            "device": str(device), "version": version, "base": base, "grad": grad}
 
 
 def _event_json(event: tuple) -> dict[str, Any]:
@@ -358,11 +433,16 @@ def _event_json(event: tuple) -> dict[str, Any]:
         return {"kind": "op", "seq": seq, "op": name, **site_json(site), **_module_json(module),
                 "inplace": inplace, "inputs": [_as_json(t) for t in inputs],
                 "outputs": [_as_json(t) for t in outputs]}
+    if event[0] == "batch":
+        _, seq, site, loader, outputs = event
+        return {"kind": "batch", "seq": seq, "op": "DataLoader.__next__", **site_json(site),
+                **_module_json(None), "inplace": False, "inputs": [],
+                "outputs": [_as_json(t) for t in outputs], "loader": loader}
     if event[0] == "file":
         _, seq, name, site, path = event
         return {"kind": "file", "seq": seq, "op": name, **site_json(site), **_module_json(None),
                 "inplace": False, "inputs": [], "outputs": [], "path": path}
     _, seq, optimizer, site, bumped = event
-    params = [{**_as_json(p), "version_before": p[6], "name": p[7]} for p in bumped]
+    params = [{**_as_json(p), "version_before": p[7], "name": p[8]} for p in bumped]
     return {"kind": "optimizer_step", "seq": seq, "op": f"{optimizer}.step", **site_json(site),
             **_module_json(None), "inplace": True, "inputs": [], "outputs": params}

@@ -73,6 +73,21 @@ def recording_for(ctx: ProbeContext, ring: int | None = None,
 
 def replay_script(path: str, argv: list[str], cwd: str | None, ring: int) -> dict[str, Any]:
     """The whole script again, as ``python SCRIPT ARGS`` would run it, under the recorder."""
+    started = time.perf_counter()
+    with Recorder(ring) as recorder:
+        error, exited = run_as_first_run(path, argv, cwd)
+    recording = _finished(recorder, "script", error, exited, time.perf_counter() - started, [
+        "backward kernels one by one: a backward call is one op, its failure one event",
+    ])
+    recording["outer_frame"] = recorder.outer_frame(error)
+    return recording
+
+
+def run_as_first_run(path: str, argv: list[str], cwd: str | None
+                     ) -> tuple[BaseException | None, str]:
+    """Run the script as ``python SCRIPT ARGS`` ran it first: its own modules imported anew,
+    the same seed, argv, working directory and ``sys.path[0]``. Returns the exception it
+    raised (None) and how it ended."""
     _forget_user_modules(os.path.dirname(os.path.abspath(path)))
     _reseed()
     saved_argv, saved_cwd = sys.argv, os.getcwd()
@@ -82,24 +97,18 @@ def replay_script(path: str, argv: list[str], cwd: str | None, ring: int) -> dic
         sys.path.insert(0, directory)
     if cwd:
         os.chdir(cwd)
-    error, exited = None, "clean"
-    started = time.perf_counter()
     try:
-        with Recorder(ring) as recorder:
-            try:
-                runpy.run_path(path, run_name="__main__")
-            except SystemExit:
-                exited = "sys.exit"
-            except Exception as exc:  # noqa: BLE001 - the user's error is the recording's end
-                error, exited = exc, "raised"
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit:
+        return None, "sys.exit"
+    except Exception as exc:  # noqa: BLE001 - the user's error is the run's end
+        return exc, "raised"
     finally:
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-    return _finished(recorder, "script", error, exited, time.perf_counter() - started, [
-        "backward kernels one by one: a backward call is one op, its failure one event",
-    ])
+    return None, "clean"
 
 
 def replay_step(ctx: ProbeContext, ring: int, kind: str) -> dict[str, Any]:

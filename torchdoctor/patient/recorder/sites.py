@@ -8,9 +8,11 @@ cached; the walk itself only follows ``f_back`` until the first user frame.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import CodeType
+from typing import Any
 
-from torchdoctor.patient.probes._frames import DOCTOR, LIBRARY, USER, file_kind
+from torchdoctor.patient.probes._frames import DOCTOR, INTERNAL, LIBRARY, USER, file_kind
 
 _code_kind: dict[CodeType, int] = {}
 
@@ -23,6 +25,14 @@ def code_kind(code: CodeType) -> int:
     if kind is None:
         kind = _code_kind[code] = file_kind(code.co_filename)
     return kind
+
+
+def transparent(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A recorder's wrapper of a torch function (a loader's ``__next__``): the walk passes
+    through it as through torch's own frames, so what runs inside (collate) keeps the
+    user's line that called it instead of ending at torchdoctor."""
+    _code_kind[function.__code__] = INTERNAL
+    return function
 
 
 def user_site(skip: int) -> Site | None:
