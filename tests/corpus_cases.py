@@ -30,6 +30,8 @@ import yaml
 from torchdoctor.knowledge import CATEGORIES
 
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+# Pastes kept out of every tuning, scored apart (see its README).
+UNSEEN_DIR = Path(__file__).resolve().parent / "corpus_unseen"
 GROUPS = ("issues", "pages")
 
 # The kinds of paste a case can be; a case carries every tag that applies.
