@@ -8,14 +8,13 @@ when there is no harness to rebuild them from.
 
 from __future__ import annotations
 
-import ast
-import linecache
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes._frames import DOCTOR, USER, file_kind, frame_info
+from torchdoctor.provenance.sites import last_binding
 
 
 def failing_exception(ctx: ProbeContext | None) -> BaseException | None:
@@ -76,22 +75,6 @@ def built_at(exc: BaseException | None, obj: Any) -> dict[str, Any] | None:
     frame, line = outermost
     code = frame.f_code
     names = {name for name, value in list(frame.f_locals.items()) if value is obj}
-    bound = _last_binding(code.co_filename, names, code.co_firstlineno, line) if names else None
+    bound = last_binding(code.co_filename, names, code.co_firstlineno, line)
     return frame_info(code.co_filename, bound or line,
                       getattr(code, "co_qualname", code.co_name))
-
-
-def _last_binding(filename: str, names: set[str], first: int, before: int) -> int | None:
-    """The last line in ``first..before`` that assigns one of ``names``."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(filename)))
-    except (SyntaxError, ValueError):
-        return None
-    found = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and first <= node.lineno < before:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if bound & names and (found is None or node.lineno > found):
-                found = node.lineno
-    return found
