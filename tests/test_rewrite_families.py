@@ -232,6 +232,19 @@ def test_the_head_is_built_for_the_classes_the_labels_hold():
         patched(source, "head_classes", 1, {"largest": "label_max"}, {})
 
 
+def test_one_hot_label_rows_are_returned_as_class_indices_where_they_are_built():
+    source = '''\
+        def encode(labels):
+            ids = torch.zeros(len(labels), 4, dtype=torch.long)
+            for row, label in enumerate(labels):
+                ids[row, NAMES.index(label)] = 1  # one-hot
+            return ids
+    '''
+    assert patched(source, "class_index_labels", 4).splitlines()[-1] == "    return ids.argmax(1)"
+    with pytest.raises(NotApplicable):
+        patched("ids = torch.zeros(3, 4)\nids[0, 1] = 1\n", "class_index_labels", 2)
+
+
 # --- on programs that fail under torch --------------------------------------------------
 
 PROGRAMS = {
@@ -407,6 +420,24 @@ PROGRAMS = {
         model(torch.randn(2, 3)).sum().backward()
         opt.step()
     ''', "size mismatch"),
+    "one_hot_labels": ("class_index_labels", {}, "= 1", '''\
+        import torch
+        from torch import nn
+
+        def encode(labels):
+            ids = torch.zeros(len(labels), 3, dtype=torch.long)
+            for row, label in enumerate(labels):
+                ids[row, label] = 1
+            return ids
+
+        torch.manual_seed(0)
+        head = nn.Linear(5, 3)
+        opt = torch.optim.SGD(head.parameters(), lr=0.1)
+        targets = encode([0, 2, 1, 1]).view(-1)
+        loss = nn.functional.cross_entropy(head(torch.randn(4, 5)), targets)
+        loss.backward()
+        opt.step()
+    ''', "Expected input batch_size"),
 }
 
 RUNNER = '''\

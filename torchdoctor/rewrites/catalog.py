@@ -85,6 +85,7 @@ OPERATIONS: dict[str, dict[str, str]] = {
     "repeat_gray_channels": {"channels": "required: the channels the model takes, or a field "
                                          "holding them"},
     "lambda_to_function": {},
+    "class_index_labels": {},
     "clone_before_index_assign": {},
     "detach_carried_state": {},
     "reduce_before_backward": {},

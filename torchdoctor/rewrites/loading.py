@@ -289,3 +289,41 @@ def _names(node: cst.CSTNode) -> list[cst.Name]:
 
     node.visit(Collect())
     return found
+
+
+def _one_hot_target(small: cst.BaseSmallStatement) -> str | None:
+    """``ids`` in ``ids[row, k] = 1``: a row of a label tensor marked one-hot."""
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        return None
+    target = small.targets[0].target
+    if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+            and len(target.slice) >= 2 and code(small.value) in ("1", "1.0", "True"):
+        return target.value.value
+    return None
+
+
+@operation("class_index_labels")
+def class_index_labels(src: Source, line, params, fields) -> list[Candidate]:
+    """Labels built one-hot (``ids[row, k] = 1``) where the loss wants one class index per
+    sample → the function that builds them returns ``ids.argmax(1)``: the index of each
+    row's mark, however the loop that marked the rows was written."""
+    found = {}
+    for statement in src.nodes(cst.SimpleStatementLine):
+        name = next(filter(None, map(_one_hot_target, statement.body)), None)
+        function = next((a for a in src.ancestors(statement)
+                         if isinstance(a, cst.FunctionDef)), None) if name else None
+        if function is None:
+            continue
+        returns = [r for r in src.nodes(cst.Return, lambda r: isinstance(r.value, cst.Name)
+                                        and r.value.value == name)
+                   if function in src.ancestors(r)]
+        if returns:
+            found[statement] = returns[-1]
+    ranked = _ranked(src, _need(list(found), "no one-hot label rows built in a function "
+                                              "that returns them"), line)
+    return [Candidate([(found[s], found[s].with_changes(value=_method(found[s].value,
+                                                                      "argmax", cst.Arg(
+                                                                          cst.Integer("1")))))],
+                      f"return one class index per sample: `return "
+                      f"{code(found[s].value)}.argmax(1)`", src.line(s))
+            for s in ranked]
