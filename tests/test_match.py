@@ -482,6 +482,65 @@ def test_siblings_with_one_wording_are_told_apart_by_the_op_the_raising_line_cal
     assert module["shape.bmm_operands"] == module["shape.linear_in_features"]
 
 
+DIM_RANGE = r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)"
+LOSS_FRAMES = """\
+Traceback (most recent call last):
+  File "fit.py", line 145, in evaluate
+    batch_loss = loss_fn(batch_output, labels)
+  File "/usr/lib/python3.8/site-packages/torch/nn/modules/loss.py", line 948, in forward
+    ignore_index=self.ignore_index, reduction=self.reduction)
+  File "/usr/lib/python3.8/site-packages/torch/nn/functional.py", line 2422, in cross_entropy
+    return nll_loss(log_softmax(input, 1), target, weight, None, ignore_index, None, reduction)
+  File "/usr/lib/python3.8/site-packages/torch/nn/functional.py", line 1591, in log_softmax
+    ret = input.log_softmax(dim)
+IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)
+"""
+SOFTMAX_FRAMES = """\
+Traceback (most recent call last):
+  File "predict.py", line 30, in main
+    loss = torch.softmax(scores, dim=1)
+IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)
+"""
+
+
+def _dimension_siblings():
+    generic = entry("shape.dim_out_of_range", patterns=[("IndexError", DIM_RANGE)])
+    loss = entry("shape.loss_rank", patterns=[("IndexError", DIM_RANGE)])
+    loss.patterns[0].raised_in = r"cross[ _-]?entropy|nll_?loss|\bcriterion\b"
+    return kb(generic, loss)
+
+
+@pytest.mark.parametrize("paste", [
+    LOSS_FRAMES,
+    # a notebook cell shows the statement instead of frames
+    "In [5]:\nloss_nn = criterion(output, label)\nloss_nn\n\n" + SOFTMAX_FRAMES.splitlines()[-1],
+    # neither frames nor code: the paste's words say where
+    "Calling the criterion on the scores gives\n\n*** " + SOFTMAX_FRAMES.splitlines()[-1],
+])
+def test_a_wording_bound_to_an_op_wins_where_the_frame_shows_that_op(paste):
+    found = diagnose(paste, _dimension_siblings()).matches
+    assert [m.entry.id for m in found] == ["shape.loss_rank", "shape.dim_out_of_range"]
+    assert found[0].score == pytest.approx(found[1].score + OP_BONUS)
+
+
+def test_a_wording_bound_to_an_op_does_not_count_elsewhere():
+    # "loss" names the variable, not the op that raised: softmax is the sibling's.
+    [found] = diagnose(SOFTMAX_FRAMES, _dimension_siblings()).matches
+    assert found.entry.id == "shape.dim_out_of_range"
+    assert found.score >= CONFIDENT
+
+
+def test_a_repl_statement_is_the_raising_line_of_a_stdin_frame():
+    bmm = entry("shape.bmm_batch", patterns=[(None, r"(?i)dimension out of range")])
+    bmm.patterns[0].raised_in = r"\bbmm\b"
+    generic = entry("shape.dim_out_of_range", patterns=[(None, r"(?i)dimension out of range")])
+    paste = (">>> e = torch.bmm(c, d)\nTraceback (most recent call last):\n"
+             '  File "<stdin>", line 1, in <module>\n'
+             "RuntimeError: Dimension out of range (expected to be in range of [-2, 1], but got 2)\n")
+    assert [m.entry.id for m in diagnose(paste, kb(generic, bmm)).matches] == [
+        "shape.bmm_batch", "shape.dim_out_of_range"]
+
+
 def test_older_wordings_compare_with_each_shape_as_one_value():
     conv = entry("shape.conv_rank", patterns=[(None, r"never matches this")], messages=[
         "Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "

@@ -18,7 +18,7 @@ from typing import Any
 from torchdoctor import private_cache
 from torchdoctor.knowledge import Entry, Fix, Hypothesis, KBError, KnowledgeBase, Pattern
 
-FORMAT = 3
+FORMAT = 4
 
 
 class _Foreign(Exception):
@@ -72,7 +72,8 @@ def _dump_entry(entry: Entry) -> dict:
 
 def _dump_pattern(pattern: Pattern) -> dict:
     return {"regex": pattern.regex, "type": pattern.type, "groups": list(pattern.groups),
-            "ignore_case": pattern.ignore_case, "unless": pattern.unless}
+            "ignore_case": pattern.ignore_case, "unless": pattern.unless,
+            "raised_in": pattern.raised_in}
 
 
 def _dump_hypothesis(hypothesis: Hypothesis) -> dict:
@@ -122,7 +123,7 @@ def _pattern(raw: Any) -> Pattern:
     if not isinstance(ignore_case, bool):
         raise _Foreign
     return Pattern(_text(raw["regex"]), _optional_text(raw["type"]), tuple(_texts(raw["groups"])),
-                   ignore_case, _optional_text(raw["unless"]))
+                   ignore_case, _optional_text(raw["unless"]), _optional_text(raw["raised_in"]))
 
 
 def _hypothesis(raw: Any) -> Hypothesis:

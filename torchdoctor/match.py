@@ -212,6 +212,8 @@ class MatchIndex:
         if self._phrases is None:
             self._phrases = []
             for pattern in self.patterns:
+                if getattr(pattern.pattern, "raised_in", None):
+                    continue  # it needs the frame that raised it, which a fragment lacks
                 if len(pattern.literal) >= FRAGMENT_LITERAL:
                     phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
                     if len(phrase) >= FRAGMENT_LITERAL:
@@ -481,6 +483,8 @@ class _Candidate:
     score: float
     reason: str
     fields: dict
+    # Its pattern holds only inside an op (``raised_in``), and the error was raised there.
+    raised_inside: bool = False
 
 
 @dataclass(frozen=True)
@@ -513,7 +517,8 @@ def _links(parsed: object, paste: str = "") -> list[_Link]:
 
 
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
-                    raising_code: str | None = None, any_case: bool = False) -> list[_Candidate]:
+                    raising_code: str | None = None, any_case: bool = False,
+                    context: str = "") -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
@@ -528,6 +533,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
         for pattern in index.patterns:
             if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
+                continue
+            raised_in = getattr(pattern.pattern, "raised_in", None)
+            if raised_in and not pattern.pattern.raised_inside(context):
                 continue
             if pattern.literal and pattern.literal not in lowered and (
                     pattern.literal not in lowered_unwrapped) and not (
@@ -559,8 +567,11 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
             if phase_disagrees:
                 reason += f"; not in the {_CATEGORY_PHASE[category].replace('_', ' ')} phase"
+            if raised_in:
+                reason += "; raised inside the op it is about"
             candidate = _Candidate(pattern.entry, score, reason,
-                                   {k: v for k, v in found.groupdict().items() if v is not None})
+                                   {k: v for k, v in found.groupdict().items() if v is not None},
+                                   raised_inside=bool(raised_in))
             _keep_best(best, candidate)
     if len(best) > 1:
         called = _ops_called(raising_code)
@@ -574,9 +585,11 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                 # the sizes met in that call, not in default_collate.
                 candidate.score = round(candidate.score - OP_BONUS, 4)
                 candidate.reason += "; the raising line is the user's own, outside data loading"
-            elif named:
+            elif named or candidate.raised_inside:
+                # The frame that raised it tells siblings with one wording apart.
                 candidate.score = round(candidate.score + OP_BONUS, 4)
-                candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
+                if named:
+                    candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
     return list(best.values())
 
 
@@ -594,8 +607,12 @@ def _ops_called(code: str | None) -> set[str]:
 
 
 # Code a paste shows without frames: an inline `span`, a REPL line, or an indented
-# line such as the source line Python prints above the error.
-_SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$", re.MULTILINE)
+# line such as the source line Python prints above the error; or a notebook cell, the
+# lines under its `In [5]:` prompt.
+_SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$"
+                         r"|^In \[\d{0,6}\]:[ \t]*((?:\n?[^\n]{1,300}){1,20})", re.MULTILINE)
+# The statement typed at the interpreter's prompt: a <stdin> frame prints no code line.
+_REPL_LINE = re.compile(r"^>>> (\S[^\n]{0,300})$", re.MULTILINE)
 
 
 _LOADER_SHOWN = re.compile(r"torch[/\\]+utils[/\\]+data[/\\]|\bdefault_collate\b|"
@@ -608,9 +625,28 @@ def _raising_code(parsed: object, text: str) -> str | None:
     statement named in the prose) — where the user says the error came from."""
     user_frame = _value(parsed, "user_frame")
     if user_frame is not None or _value(parsed, "frames"):
-        return _value(user_frame, "code")
-    shown = [a or b for a, b in _SHOWN_CODE.findall(text[-4000:])]
+        code = _value(user_frame, "code")
+        if code is None and str(_value(user_frame, "file") or "") == "<stdin>":
+            typed = _REPL_LINE.findall(text[-4000:])
+            return typed[-1] if typed else None
+        return code
+    shown = ["".join(groups) for groups in _SHOWN_CODE.findall(text[-4000:])]
     return "\n".join(shown) or None
+
+
+def _raising_context(parsed: object, text: str, code: str | None) -> str:
+    """Where the error was raised, for a pattern that holds only inside one op
+    (``raised_in``): the user's raising line and the functions of the frames under it
+    (torch's ``cross_entropy`` and ``log_softmax`` below ``loss = criterion(out, y)``);
+    in a paste that shows neither frames nor code, its words ("calling the criterion
+    on them gives"), which are then all it says of where."""
+    frames = list(_value(parsed, "frames") or []) if parsed is not None else []
+    users = [i for i, frame in enumerate(frames) if _value(frame, "is_user")]
+    below = frames[users[-1] + 1:] if users else frames
+    parts = [code or ""] + [str(_value(frame, "function") or "") for frame in below]
+    if not frames and not code:
+        parts.append(_WARNING_LINE.sub("", text[-2000:]))
+    return "\n".join(part for part in parts if part)
 
 
 def _entry_ops(entry: object) -> set[str]:
@@ -728,13 +764,15 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             # still show the DataLoader's own code.
             phase = "data_loading"
         code = _raising_code(parsed, tail)
-        candidates = (_match_patterns(index, links, phase, code)
-                      or _match_patterns(index, links, phase, code,
-                                         any_case=True))
+        context = _raising_context(parsed, tail, code)
+        candidates = (_match_patterns(index, links, phase, code, context=context)
+                      or _match_patterns(index, links, phase, code, any_case=True,
+                                         context=context))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
     else:
-        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
+        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None,
+                                      context=_raising_context(None, tail, None))
                       or _match_messages(index, [tail]))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
