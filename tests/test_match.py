@@ -586,6 +586,16 @@ def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wordin
     assert diagnose(shared, base).matches == []
 
 
+def test_a_fragment_of_a_wording_siblings_share_names_each_of_them():
+    collate = entry("dataloader.collate", patterns=[("RuntimeError", STACK)])
+    stack = entry("shape.stack", patterns=[("RuntimeError", STACK)])
+    other = entry("shape.other", patterns=[("RuntimeError", r"stack expects a non-empty TensorList")])
+    paste = "Batch size 4 fails: # stack expects each tensor to be equal size, but got [2，...."
+    found = diagnose(paste, kb(collate, stack, other)).matches
+    assert sorted(m.entry.id for m in found) == ["dataloader.collate", "shape.stack"]
+    assert all(TIER_MESSAGE <= m.score < TIER_REGEX for m in found)
+
+
 def test_a_message_quoted_without_its_closing_full_stop_still_matches():
     bounds = entry("index.target_bounds", patterns=[
         ("IndexError", r"Target (?P<target>-?\d+) is out of bounds\.")])

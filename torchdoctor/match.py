@@ -202,7 +202,7 @@ class MatchIndex:
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
         self._similarity: similar.SimilarityIndex | None = None
-        self._literals: list[tuple[str, str]] | None = None  # built on first fragment
+        self._literals: list[tuple[str, str, str]] | None = None  # built on first fragment
         self._phrases: list[tuple[_CompiledPattern, str]] | None = None
 
     def phrases(self) -> list[tuple[_CompiledPattern, str]]:
@@ -220,16 +220,19 @@ class MatchIndex:
                         self._phrases.append((pattern, phrase))
         return self._phrases
 
-    def distinctive(self, phrase: str, entry: object) -> bool:
-        """Whether only ``entry``'s patterns hold ``phrase``: no other entry's fixed text
+    def distinctive(self, phrase: str, pattern: _CompiledPattern) -> bool:
+        """Whether only ``pattern``'s wording holds ``phrase``: no other entry's fixed text
         contains it or is contained in it ("Expected object of scalar type " opens the
-        wordings of half a dozen entries and names none of them)."""
+        wordings of half a dozen entries and names none of them). Siblings whose pattern
+        is this very wording (a stack in the user's code, the same stack in
+        default_collate) share it: the phrase names each of them, and the frame decides."""
         if self._literals is None:
-            self._literals = [(p.entry.id, _normalise(run))
+            self._literals = [(p.entry.id, p.pattern.regex, _normalise(run))
                               for p in self.patterns for run in required_literals(p.pattern.regex)
                               if len(run) >= SHARED_LITERAL]
-        return not any(owner != entry.id and (run in phrase or phrase in run)
-                       for owner, run in self._literals)
+        return not any(owner != pattern.entry.id and regex != pattern.pattern.regex
+                       and (run in phrase or phrase in run)
+                       for owner, regex, run in self._literals)
 
     @property
     def similarity(self) -> similar.SimilarityIndex:
@@ -711,8 +714,7 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
         # whole of a long fixed phrase that every match of the pattern contains.
         if str(pattern.entry.id) in best:
             continue
-        if any(phrase in text for text in normalised) and index.distinctive(phrase,
-                                                                            pattern.entry):
+        if any(phrase in text for text in normalised) and index.distinctive(phrase, pattern):
             specificity = len(phrase) / (len(phrase) + 40)
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(pattern.entry, score,
