@@ -519,6 +519,20 @@ def _links(parsed: object, paste: str = "") -> list[_Link]:
     return links
 
 
+_WARNING_TYPE = re.compile(r"^(?:[^\s:]{0,300}:\d{1,9}: )?(\w{0,100}Warning): ")
+
+
+def _warning_links(parsed: object) -> list[_Link]:
+    """The warnings printed before the error, each typed by its warning class."""
+    links = []
+    for text in (_value(_value(parsed, "extras") or {}, "warnings") or [])[:20]:
+        text = str(text)
+        found = _WARNING_TYPE.match(text)
+        links.append(_Link(found.group(1) if found else None,
+                           text[found.end():] if found else text, OTHER_LINK_WEIGHT))
+    return links
+
+
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                     raising_code: str | None = None, any_case: bool = False,
                     context: str = "") -> list[_Candidate]:
@@ -772,6 +786,14 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                                          context=context))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
+        if not candidates and _value(parsed, "type") not in (None, "RuntimeError"):
+            # torch warned before an error nothing recognises, of a type torch's own
+            # failures seldom take (scikit-learn's ValueError on the broadcast loss's
+            # output, a TypeError from the call the warning was about): the warning names
+            # the cause, as a link that is not the error itself. An unknown RuntimeError is
+            # most likely torch's own in a wording the entries lack, and its words say more.
+            candidates = _match_patterns(index, _warning_links(parsed), phase, code,
+                                         context=context)
     else:
         candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None,
                                       context=_raising_context(None, tail, None))
