@@ -346,6 +346,47 @@ def test_cuda_kernel_assertion_outranks_the_generic_device_side_assert():
     assert ranked[:2] == ["index.nll_target_assert", "index.device_side_assert"]
 
 
+OLD_CAT = ("RuntimeError: invalid argument 0: Sizes of tensors must match except in dimension 0."
+           " Got 3 and 4 in dimension 1 at /pytorch/aten/src/TH/generic/THTensor.cpp:612\n")
+
+
+@pytest.mark.parametrize("frames, first", [
+    # the user's own stack: torch < 1.5 stacked by concatenating, with cat's message
+    ('  File "batch.py", line 12, in embed\n    feats = torch.stack(per_face)\n',
+     "shape.stack_sizes"),
+    ('  File "batch.py", line 12, in embed\n    feats = torch.cat(per_face)\n',
+     "shape.cat_sizes"),
+    ('  File "train.py", line 40, in main\n    for images, labels in loader:\n'
+     '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 138, in'
+     ' _worker_loop\n    samples = collate_fn([dataset[i] for i in batch_indices])\n'
+     '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 209, in'
+     ' default_collate\n    return torch.stack(batch, 0, out=out)\n',
+     "dataloader.collate_stack_size"),
+])
+def test_old_torchs_cat_message_is_told_apart_by_the_op_that_raised_it(frames, first):
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose as diagnose_text
+
+    paste = "Traceback (most recent call last):\n" + frames + OLD_CAT
+    assert diagnose_text(paste, load_knowledge()).matches[0].entry.id == first
+
+
+WARNED = ("model.py:12: UserWarning: Using a target size (torch.Size([66])) that is different"
+          " to the input size (torch.Size([66, 3])). This will likely lead to incorrect"
+          " results due to broadcasting.\n  loss = F.mse_loss(out, y)\n")
+
+
+def test_a_torch_warning_names_the_cause_of_an_error_of_another_kind_nothing_recognises():
+    target = entry("shape.loss_target", patterns=[("UserWarning", r"Using a target size")])
+    pasted = WARNED + "ValueError: Found input variables with inconsistent numbers of samples\n"
+    [found] = diagnose(pasted, kb(target)).matches
+    assert found.entry.id == "shape.loss_target"
+    assert found.score < TIER_REGEX  # read from a warning, not the error: worded as a guess
+    # An unknown RuntimeError is most likely torch's own: its words, not the warning.
+    unknown = WARNED + "RuntimeError: some wording the entries lack\n"
+    assert diagnose(unknown, kb(target)).matches == []
+
+
 def test_prose_leaves_out_the_parts_that_quote_unknown_numbers():
     from torchdoctor.match import fill, fill_prose
 
