@@ -371,6 +371,21 @@ def test_old_torchs_cat_message_is_told_apart_by_the_op_that_raised_it(frames, f
     assert diagnose_text(paste, load_knowledge()).matches[0].entry.id == first
 
 
+def test_torch_03s_inconsistent_sizes_is_a_collate_error_only_under_default_collate():
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose as diagnose_text
+
+    message = ("RuntimeError: inconsistent tensor sizes at "
+               "/pytorch/torch/lib/TH/generic/THTensorMath.c:2709\n")
+    collate = ("Traceback (most recent call last):\n"
+               '  File "train.py", line 113, in train\n    for i, data in enumerate(loader):\n'
+               '  File "/usr/lib/python2.7/site-packages/torch/utils/data/dataloader.py", line 109,'
+               " in default_collate\n    return torch.stack(batch, 0, out=out)\n") + message
+    kb_ = load_knowledge()
+    assert diagnose_text(collate, kb_).matches[0].entry.id == "dataloader.collate_stack_size"
+    assert [m.entry.id for m in diagnose_text(message, kb_).matches] == ["shape.cat_sizes"]
+
+
 WARNED = ("model.py:12: UserWarning: Using a target size (torch.Size([66])) that is different"
           " to the input size (torch.Size([66, 3])). This will likely lead to incorrect"
           " results due to broadcasting.\n  loss = F.mse_loss(out, y)\n")
