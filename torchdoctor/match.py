@@ -26,7 +26,10 @@ Calibration: when patterns of two or more entries match one paste, every
 pattern match loses ``CONTESTED_PENALTY`` (the order stays; the certainty
 goes); among them an entry about an op the user's raising line calls
 (``torch.stack(…)`` for a stack entry, ``a @ b`` for a matmul one) gains
-``OP_BONUS``, because the frame is what tells siblings with one wording apart.
+``OP_BONUS``, because the frame is what tells siblings with one wording apart; so
+does an entry whose pattern holds only inside one op (``raised_in``: "Dimension out
+of range" raised in ``cross_entropy``), where the raising line, the frames under it or,
+with neither shown, the paste's words name that op.
 Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
 prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
 type and a pattern agree and no other entry's pattern matched — names the
