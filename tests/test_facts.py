@@ -167,19 +167,3 @@ def test_a_loss_a_tenth_off_ln_c_is_not_called_a_guess_by_either():
     assert "guessed_classes" not in derive(["log_classes"], {"loss": "2.25"})
     assert not any("uniform guess" in r for r in readings("loss: 2.25\nloss: 2.25\nloss: 2.25"))
 
-
-@pytest.mark.parametrize(("text", "levels_off"), [
-    # counted readings whose growth per step slows down: the allocator's reserve filling up
-    ("about 3200mb at iter 99, 7000mb at iter 219, 10gb at iter 5199", True),
-    ("900 MB after epoch 1, 1.300 MB after epoch 3, 1.700 MB around epoch 160", True),
-    ("2934M -- 4413M -- 4433M -- 4537M -- 4537M -- 4537M", True),
-    # a leak: the same growth every step, or readings climbing to the card's total
-    ("1000MB at step 10, 2000MB at step 20, 3000MB at step 30", False),
-    ("1906MiB -> 5202MiB -> 8108MiB of 8111MiB in nvidia-smi", False),
-    ("1000M -- 2000M -- 3000M", False),
-])
-def test_memory_readings_that_level_off_are_told_from_steady_growth(text, levels_off):
-    from torchdoctor.symptoms import memory_levels_off, readings
-
-    assert memory_levels_off(text) is levels_off
-    assert ("readings level off at a plateau" in readings(text)) is levels_off
