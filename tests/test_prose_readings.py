@@ -138,6 +138,11 @@ DESCRIPTIONS = [
     ("dist.barrier() hangs under DDP after the evaluation that only rank 0 runs",
      "distributed.collective_timeout"),
     ("torchrun with NCCL hangs at initialization on two nodes", "distributed.ddp_startup_hang"),
+    # the loader told in words
+    ("Appending every batch from the loader to a list, the job runs out of file descriptors "
+     "after a while.", "dataloader.too_many_open_files"),
+    ("The Keras version of this CNN takes 40 s per epoch, mine in PyTorch 3 minutes.",
+     "dataloader.input_bottleneck"),
     # gradients
     ("The grad norm keeps getting bigger every step until it is inf.",
      "numerics.exploding_gradients"),
