@@ -143,6 +143,8 @@ DESCRIPTIONS = [
      "after a while.", "dataloader.too_many_open_files"),
     ("The Keras version of this CNN takes 40 s per epoch, mine in PyTorch 3 minutes.",
      "dataloader.input_bottleneck"),
+    ("RAM goes up with the number of workers: each worker seems to keep its own copy of my "
+     "2 GB array.", "dataloader.shared_memory_accounting"),
     # gradients
     ("The grad norm keeps getting bigger every step until it is inf.",
      "numerics.exploding_gradients"),
