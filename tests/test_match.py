@@ -600,3 +600,10 @@ def test_the_message_itself_does_not_refine_its_own_entry():
     paste = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
              "    out = model(x)\nRuntimeError: cuda runtime error (2) : out of memory\n")
     assert [m.entry.id for m in diagnose(paste, kb).matches] == ["memory.cuda_oom"]
+
+
+def test_a_failure_at_the_start_of_a_phase_is_not_refined_into_growth():
+    kb = KnowledgeBase([OOM, GROWING])
+    paste = ('Validation starts and the GPU memory climbs to the limit: '
+             '"RuntimeError: cuda runtime error (2) : out of memory".')
+    assert [m.entry.id for m in diagnose(paste, kb).matches] == ["memory.cuda_oom"]

@@ -784,6 +784,14 @@ def _prose_around(parsed: object, text: str) -> str:
 _TRACEBACK_HEAD = re.compile(r"\s*Traceback \(most recent call last\)")
 
 
+# A failure placed at the start of a phase (validation starts and memory climbs) is that
+# phase's working set meeting the limit, not something that built up over the run.
+_PHASE_START = re.compile(
+    r"\b(?:(?:validation|evaluation|eval|testing|test loop)\s+(?:starts|begins|started|began)"
+    r"|(?:as soon as|when|once|right after)\s+(?:the\s+)?(?:validation|evaluation|eval|testing)"
+    r"\s+(?:starts|begins|started|began|kicks in))\b", re.IGNORECASE)
+
+
 def _refine_by_prose(index: MatchIndex, candidates: list[_Candidate], prose: str) -> None:
     """A message says what failed; the words around it may say how it came about.
 
@@ -793,6 +801,7 @@ def _refine_by_prose(index: MatchIndex, candidates: list[_Candidate], prose: str
     the message match the symptoms of one of those ("memory climbs until", "_orig_mod"),
     it is the more specific reading of the same failure: it ranks just above the
     message's entry, and both lose ``CONTESTED_PENALTY``, since two readings compete.
+    Not when the words place the failure at the start of a phase (``_PHASE_START``).
     """
     top = max(candidates, key=lambda c: (c.score, str(c.entry.id)))
     causes = {str(ref).split("/", 1)[0]
@@ -801,6 +810,8 @@ def _refine_by_prose(index: MatchIndex, candidates: list[_Candidate], prose: str
     known = {str(c.entry.id) for c in candidates}
     refining = [entry for entry in index.symptom_entries
                 if str(entry.id) in causes and str(entry.id) not in known]
+    if _PHASE_START.search(bounded(prose)):
+        return  # the failure came with the phase's own working set, which the message names
     found = symptoms.match_symptoms(prose, refining) if refining and prose.strip() else []
     if not found:
         return
