@@ -129,6 +129,11 @@ DESCRIPTIONS = [
      "memory.caching_allocator"),
     ("GPU memory keeps growing: 2100MiB at step 100, 4100MiB at step 200, 6100MiB at step 300",
      "memory.growing"),
+    # varying sizes are a cuDNN speed question only when the text speaks of speed
+    ("My sequences have different lengths and GPU memory climbs every step until nothing is left.",
+     "memory.growing"),
+    ("Training with different input sizes got much slower after turning benchmark mode on.",
+     "training.cudnn_benchmark_varying_shapes"),
     # an error quoted in prose: the words around it say how it came about
     ("Inference on one image at a time: after 40 images it stops with CUDA error: out of memory",
      "memory.growing"),
