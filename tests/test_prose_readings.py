@@ -143,6 +143,8 @@ DESCRIPTIONS = [
     ("dist.barrier() hangs under DDP after the evaluation that only rank 0 runs",
      "distributed.collective_timeout"),
     ("torchrun with NCCL hangs at initialization on two nodes", "distributed.ddp_startup_hang"),
+    ("Every few hours the training just stalls; since I lowered num_workers it happens less.",
+     "dataloader.hang"),
     # the loader told in words
     ("Appending every batch from the loader to a list, the job runs out of file descriptors "
      "after a while.", "dataloader.too_many_open_files"),
