@@ -569,3 +569,53 @@ def test_a_traceback_cut_before_its_error_is_matched_on_the_words_around_it():
     [match] = diagnose(paste, kb(dynamo)).matches
     assert (match.entry.id, match.fields["python"]) == ("compile.python_unsupported", "3.12")
     assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX
+
+
+DESERIALIZE_GONE = entry("device.no_gpu_checkpoint", patterns=[("RuntimeError", (
+    r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) "
+    r"is False"))], messages=[
+    "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+    "If you are running on a CPU-only machine, please use torch.load with map_location="
+    "torch.device('cpu') to map your storages to the CPU."])
+DESERIALIZE_INDEX = Entry(
+    id="device.checkpoint_index", title="t", category="device",
+    patterns=[Pattern(type="RuntimeError", regex=(
+        r"Attempting to deserialize object on CUDA device (?P<device_index>\d+) but "
+        r"torch\.cuda\.device_count\(\) is (?P<device_count>\d+)"), unless=r"count\(\) is 0\b")],
+    messages=["Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() "
+              "is 1. Please use torch.load with map_location to map your storages to an "
+              "existing device."],
+    hypotheses=[Hypothesis(id="h", statement="s")])
+
+
+@pytest.mark.parametrize("paste, expected", [
+    # a space lost between two words
+    ("RuntimeError: Attempting todeserialize object on a CUDA device but "
+     "torch.cuda.is_available() is False.\n", "device.no_gpu_checkpoint"),
+    # the opening word retold, the numbers of this run kept
+    ("loading fails with RuntimeError: Trying to deserialize object on CUDA device 2 but "
+     "torch.cuda.device_count() is 2\n", "device.checkpoint_index"),
+    # letters in the wrong case and a word split in two
+    ("RuntimeError: attempting to deserialize object on a cuda device but "
+     "torch.cuda.is_ available() is false\n", "device.no_gpu_checkpoint"),
+])
+def test_a_retyped_message_is_recognised_through_the_stored_wording_it_follows(paste, expected):
+    [match] = diagnose(paste, kb(DESERIALIZE_GONE, DESERIALIZE_INDEX)).matches
+    assert match.entry.id == expected
+    assert int(match.score) == int(TIER_MESSAGE)
+    assert "retyped" in match.reason
+
+
+def test_a_retyped_message_keeps_its_own_numbers_so_the_patterns_still_tell_siblings_apart():
+    # device_count() is 0: the index entry's pattern refuses it, and the other entry's
+    # pattern does not hold "device 0": a retold wording recognises nothing it does not say.
+    paste = ("RuntimeError: Trying to deserialize object on CUDA device 0 but "
+             "torch.cuda.device_count() is 0\n")
+    assert diagnose(paste, kb(DESERIALIZE_INDEX)).matches == []
+    [match] = diagnose(paste.replace("0", "3"), kb(DESERIALIZE_INDEX)).matches
+    assert (match.fields["device_index"], match.fields["device_count"]) == ("3", "3")
+
+
+def test_a_message_that_shares_only_a_few_words_with_a_wording_is_not_retyped_from_it():
+    paste = "RuntimeError: cannot deserialize the config on this device, torch says False\n"
+    assert diagnose(paste, kb(DESERIALIZE_GONE, DESERIALIZE_INDEX)).matches == []
