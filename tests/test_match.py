@@ -619,3 +619,23 @@ def test_a_retyped_message_keeps_its_own_numbers_so_the_patterns_still_tell_sibl
 def test_a_message_that_shares_only_a_few_words_with_a_wording_is_not_retyped_from_it():
     paste = "RuntimeError: cannot deserialize the config on this device, torch says False\n"
     assert diagnose(paste, kb(DESERIALIZE_GONE, DESERIALIZE_INDEX)).matches == []
+
+
+def test_the_folders_of_a_path_do_not_make_an_unrecognised_paste_resemble_an_entry():
+    from torchdoctor.similar import query_text, tokens
+
+    installed = entry("device.library_missing", patterns=[(None, r"never matches this")],
+                      messages=["libcudnn.so.8: cannot open shared object file in "
+                                "/home/u/anaconda3/lib/python3.8/site-packages/torch/lib"])
+    conv = entry("device.conv_weight", patterns=[(None, r"never matches this either")],
+                 messages=["conv forward got its input on another device than its weight"])
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/home/u/anaconda3/envs/x/lib/python3.8/site-packages/torch/nn/modules/'
+             'conv.py", line 446, in forward\n'
+             "    return self._conv_forward(input, self.weight, self.bias)\n"
+             "see C:\\Users\\u\\anaconda3\\lib\\site-packages\\torch\\nn\\modules\\conv.py\n")
+    words = set(tokens(query_text(None, paste)))
+    assert {"anaconda3", "packages", "site", "home", "users"}.isdisjoint(words)
+    assert "conv" in words
+    diagnosis = diagnose(paste, kb(installed, conv))
+    assert [m.entry.id for m in diagnosis.similar] == ["device.conv_weight"]
