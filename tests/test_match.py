@@ -639,3 +639,44 @@ def test_the_folders_of_a_path_do_not_make_an_unrecognised_paste_resemble_an_ent
     assert "conv" in words
     diagnosis = diagnose(paste, kb(installed, conv))
     assert [m.entry.id for m in diagnosis.similar] == ["device.conv_weight"]
+
+
+UNSCALE_FP16 = Entry(
+    id="dtype.scaler_fp16", title="t", category="dtype",
+    patterns=[Pattern(type="ValueError", regex=r"Attempting to unscale FP16 gradients")],
+    raised_in=["torch/amp/grad_scaler.py:_unscale_grads_"],
+    hypotheses=[Hypothesis(id="h", statement="s")])
+CUT_AT_SITE = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 40, in step\n'
+    "    scaler.unscale_(optimizer)\n"
+    '  File "{root}/torch/amp/grad_scaler.py", line 337, in unscale_\n'
+    '    optimizer_state["found_inf_per_device"] = self._unscale_grads_(\n'
+    '  File "{root}/torch/amp/grad_scaler.py", line 259, in _unscale_grads_\n'
+    '    raise ValueError("\n')
+
+
+@pytest.mark.parametrize("root", ["/opt/env/lib/python3.11/site-packages",
+                                  "C:\\Python311\\Lib\\site-packages"])
+def test_a_traceback_cut_before_its_message_at_an_entrys_raising_site_names_it(root):
+    paste = CUT_AT_SITE.format(root=root)
+    if "\\" in root:
+        paste = paste.replace("/torch/amp/", "\\torch\\amp\\")
+    [match] = diagnose(paste, kb(UNSCALE_FP16)).matches
+    assert match.entry.id == "dtype.scaler_fp16" and int(match.score) == int(TIER_MESSAGE)
+    assert "_unscale_grads_" in match.reason
+
+
+def test_a_traceback_cut_one_frame_earlier_names_the_site_its_last_line_calls():
+    paste = CUT_AT_SITE.format(root="/env/site-packages").rsplit('  File "', 1)[0]
+    [match] = diagnose(paste, kb(UNSCALE_FP16)).matches
+    assert match.entry.id == "dtype.scaler_fp16"
+
+
+def test_a_function_of_that_name_in_another_file_is_no_raising_site():
+    paste = CUT_AT_SITE.format(root="/env/site-packages").replace(
+        "torch/amp/grad_scaler.py", "myproject/grad_scaler.py")
+    assert diagnose(paste, kb(UNSCALE_FP16)).matches == []
+    # and a traceback that kept its message is matched on the message, not the site
+    kept = CUT_AT_SITE.format(root="/env") + "ValueError: something else entirely\n"
+    assert diagnose(kept, kb(UNSCALE_FP16)).matches == []

@@ -203,6 +203,8 @@ class MatchIndex:
                 self.wordings.append(str(message))
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
+        self.raise_sites = [(entry, site) for entry in self.entries
+                            for site in getattr(entry, "raised_in", None) or []]
         self._similarity: similar.SimilarityIndex | None = None
         self._literals: list[tuple[str, str]] | None = None  # built on first fragment
         self._phrases: list[tuple[_CompiledPattern, str]] | None = None
@@ -705,6 +707,32 @@ def _match_retyped(index: MatchIndex, links: list[_Link], phase: str | None,
     return _match_patterns(index, retold, phase, raising_code, retold=True) if retold else []
 
 
+def _match_raise_sites(index: MatchIndex, parsed: object) -> list[_Candidate]:
+    """A traceback cut before its message, ending in a library function whose every
+    raise is one entry's error (its ``raised_in``): the innermost frame is that function,
+    or calls it from the same file (the frame below it was cut too)."""
+    frames = _value(parsed, "frames") or []
+    if not frames or not index.raise_sites:
+        return []
+    innermost = frames[-1]
+    file = str(_value(innermost, "file") or "").replace("\\", "/")
+    called = set(_CALLED_NAME.findall(str(_value(innermost, "code") or "")[:500]))
+    best: dict[str, _Candidate] = {}
+    for entry, site in index.raise_sites:
+        path, function = site.rsplit(":", 1)
+        if not (file == path or file.endswith("/" + path)):
+            continue
+        if function == _value(innermost, "function") or function in called:
+            reason = (f"the traceback, cut before its message, ends in {site}, which raises "
+                      "only this error")
+            _keep_best(best, _Candidate(entry, round(TIER_MESSAGE + SPECIFICITY_WEIGHT / 2, 4),
+                                        reason, {}))
+    return list(best.values())
+
+
+_CALLED_NAME = re.compile(r"\b([A-Za-z_]\w{0,80})\s*\(")
+
+
 def _covers(text: str, message: _CompiledMessage) -> bool:
     """Whether a message cut short is this older wording: it lies inside it and is a
     phrase of its own (``FRAGMENT_LITERAL`` characters) or most of it. "cuda runtime
@@ -756,6 +784,8 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             candidates = _match_messages(index, [link.text for link in links])
         if not candidates:
             candidates = _match_retyped(index, links, phase, code)
+        if not candidates and not links[0].text.strip():
+            candidates = _match_raise_sites(index, parsed)
     else:
         candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
                       or _match_messages(index, [tail]))
