@@ -680,3 +680,22 @@ def test_a_function_of_that_name_in_another_file_is_no_raising_site():
     # and a traceback that kept its message is matched on the message, not the site
     kept = CUT_AT_SITE.format(root="/env") + "ValueError: something else entirely\n"
     assert diagnose(kept, kb(UNSCALE_FP16)).matches == []
+
+
+def test_a_retyped_message_follows_todays_wording_written_out_from_its_pattern():
+    from torchdoctor.retyped import PLACEHOLDER, wordings_of
+
+    batch = entry("shape.loss_batch", patterns=[("ValueError", (
+        r"Expected input batch_size(?: \((?P<input_batch>\d+)\))? to match target "
+        r"batch_size(?: \((?P<target_batch>\d+)\))?"))])
+    assert wordings_of(batch.patterns[0].regex) == [
+        "Expected input batch_size to match target batch_size",
+        f"Expected input batch_size ({PLACEHOLDER}) to match target batch_size ({PLACEHOLDER})"]
+    # "batch size" for batch_size, in both places; the sizes are the message's own
+    [match] = diagnose("ValueError: Expected input batch size (32) to match target batch "
+                       "size (64).\n", kb(batch)).matches
+    assert (match.entry.id, int(match.score)) == ("shape.loss_batch", int(TIER_MESSAGE))
+    assert (match.fields["input_batch"], match.fields["target_batch"]) == ("32", "64")
+    [match] = diagnose("RuntimeError: mat1 and mat2 shape cannot be multiplied (64x512 and "
+                       "256x10)\n", kb(LINEAR)).matches
+    assert (match.fields["features"], match.fields["in_features"]) == ("512", "256")

@@ -191,7 +191,8 @@ class MatchIndex:
         self.entries = list(entries)
         self.patterns: list[_CompiledPattern] = []
         self.messages: list[_CompiledMessage] = []
-        self.wordings: list[str] = []  # the stored messages as torch printed them
+        self._messages_printed: list[str] = []  # the stored messages as torch printed them
+        self._wordings: list[str] | None = None  # built on first retyped message
         known = _LiteralCache.load()
         for entry in self.entries:
             for index, pattern in enumerate(getattr(entry, "patterns", None) or []):
@@ -200,7 +201,7 @@ class MatchIndex:
                                                       pattern, literal, specificity))
             for message in getattr(entry, "messages", None) or []:
                 self.messages.append(_CompiledMessage(entry, _normalise(str(message))))
-                self.wordings.append(str(message))
+                self._messages_printed.append(str(message))
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
         self.raise_sites = [(entry, site) for entry in self.entries
@@ -232,6 +233,16 @@ class MatchIndex:
                               if len(run) >= SHARED_LITERAL]
         return not any(owner != entry.id and (run in phrase or phrase in run)
                        for owner, run in self._literals)
+
+    @property
+    def wordings(self) -> list[str]:
+        """What a retyped message is compared with: the stored messages, and each
+        pattern written out (today's wordings are often only in a pattern)."""
+        if self._wordings is None:
+            written = (w for p in self.patterns for w in retyped.wordings_of(p.pattern.regex))
+            self._wordings = list(dict.fromkeys(
+                [*self._messages_printed, *(w for w in written if w)]))
+        return self._wordings
 
     @property
     def similarity(self) -> similar.SimilarityIndex:

@@ -16,6 +16,11 @@ entry it is, so a rewrite that follows no pattern recognises nothing.
 Words are compared without letter case, numbers and the punctuation around
 them; a word split or joined by a missing space ("todeserialize",
 "to_ thnn_") is compared by its letters too.
+
+The stored wordings are the older releases' messages and, for today's wordings
+that only a pattern holds, the pattern written out (``wordings_of``): its fixed
+text, with a ``PLACEHOLDER`` where it captures or allows a value, which any word
+of the message fills.
 """
 
 from __future__ import annotations
@@ -23,6 +28,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from difflib import SequenceMatcher
+
+try:  # Python 3.11+
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 # Of the words in the stretch of a stored wording that the message follows, at
 # least this share must be the message's own: one word in five may be retyped.
@@ -37,15 +47,61 @@ _WORD = re.compile(r"\S+")
 _NUMBER = re.compile(r"\d+")
 _EDGES = "'\"`.,;:!?()[]{}<>"
 _LETTERS = re.compile(r"[^0-9a-z#]+")
+# Stands for a value a pattern captures or allows (a size, a dtype, a name).
+PLACEHOLDER = "\x00"
+
+
+def wordings_of(regex: str) -> list[str]:
+    """A pattern written out as wordings: its fixed text in order, the first of each
+    set of alternatives, a PLACEHOLDER for each value, and its optional parts left out
+    in one wording and written in the other; [] when the regex cannot be read."""
+    try:
+        tree = list(_sre_parse.parse(regex))
+        return list(dict.fromkeys("".join(_written(tree, optional)) for optional in (False, True)))
+    except (re.error, RecursionError, TypeError, ValueError):
+        return []
+
+
+def _written(items: list, optional: bool) -> list[str]:
+    out: list[str] = []
+    for op, argument in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(argument))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            if argument[0] >= 1 or (optional and argument[1] == 1):
+                inner = _written(list(argument[2]), optional)
+                # A run of one kind of character is one value, however long.
+                out.extend(inner if any(c != PLACEHOLDER for c in inner) else [PLACEHOLDER])
+        elif name == "SUBPATTERN":
+            out.extend(_written(list(argument[-1]), optional))
+        elif name == "ATOMIC_GROUP":
+            out.extend(_written(list(argument), optional))
+        elif name == "BRANCH":
+            out.extend(_written(list(argument[1][0]), optional))
+        elif name in ("IN", "ANY", "NOT_LITERAL", "CATEGORY"):
+            out.append(PLACEHOLDER)
+    return out
+
+
+def _fills(word: str, wording: str) -> bool:
+    """Whether a word of the message is what a written-out pattern's word allows: its
+    fixed letters around values (a PLACEHOLDER takes one or more characters)."""
+    if PLACEHOLDER not in wording:
+        return False
+    shape = ".+".join(re.escape(part) for part in wording.split(PLACEHOLDER))
+    return re.fullmatch(shape, word, re.IGNORECASE | re.DOTALL) is not None
 
 
 def _key(word: str) -> str:
-    """A word as compared: lower case, numbers as '#', no punctuation at its edges."""
-    return _NUMBER.sub("#", word.lower()).strip(_EDGES) or word
+    """A word as compared: lower case, numbers (and a pattern's values) as '#', no
+    punctuation at its edges."""
+    return _NUMBER.sub("#", word.lower()).replace(PLACEHOLDER, "#").strip(_EDGES) or word
 
 
 def _letters(words: list[str]) -> str:
-    return _LETTERS.sub("", "".join(_NUMBER.sub("#", w.lower()) for w in words))
+    return _LETTERS.sub("", "".join(_NUMBER.sub("#", w.lower()).replace(PLACEHOLDER, "#")
+                                    for w in words))
 
 
 def restore(message: str, wordings: Iterable[str]) -> list[str]:
@@ -96,8 +152,10 @@ def _along(words: list[str], keys: list[str], stored: list[str],
             pieces.append(("same", words[:a2], [], False))
     for tag, a1, a2, b1, b2 in ops[first:last + 1]:
         same_letters = tag != "equal" and _letters(words[a1:a2]) == _letters(stored[b1:b2])
+        filled = tag == "replace" and a2 - a1 == b2 - b1 and all(
+            _fills(w, s) for w, s in zip(words[a1:a2], stored[b1:b2]))
         pieces.append((tag if not same_letters else "letters", words[a1:a2], stored[b1:b2],
-                       tag == "equal" or same_letters))
+                       tag == "equal" or same_letters or filled))
     if last + 1 < len(ops):
         _, a1, a2, b1, b2 = ops[last + 1]
         joined = _letters(stored[b1:b2])
@@ -131,8 +189,8 @@ def _own_values(words: list[str], stored: list[str]) -> list[str]:
     """Word for word: the stored word, except where the message states a value of its
     own (a number; a dtype or a device in place of another), which is what it reports
     about this run."""
-    return [word if _NUMBER.search(word) or (_key(word) != _key(wording)
-                                             and _key(word) in _VALUE_WORDS) else wording
+    return [word if _NUMBER.search(word) or PLACEHOLDER in wording or (
+                _key(word) != _key(wording) and _key(word) in _VALUE_WORDS) else wording
             for word, wording in zip(words, stored)]
 
 
