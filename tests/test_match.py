@@ -699,3 +699,13 @@ def test_a_retyped_message_follows_todays_wording_written_out_from_its_pattern()
     [match] = diagnose("RuntimeError: mat1 and mat2 shape cannot be multiplied (64x512 and "
                        "256x10)\n", kb(LINEAR)).matches
     assert (match.fields["features"], match.fields["in_features"]) == ("512", "256")
+
+
+def test_a_word_mistyped_by_a_letter_still_lines_up_but_a_value_does_not():
+    paste = ("RuntimeError: Atempting to deserialize objet on a CUDA device but "
+             "torch.cuda.is_available() is False.\n")
+    [match] = diagnose(paste, kb(DESERIALIZE_GONE)).matches
+    assert match.entry.id == "device.no_gpu_checkpoint" and "retyped" in match.reason
+    # another device is a value the message reports, never rewritten into the wording's
+    assert diagnose(paste.replace("CUDA device", "MPS device").replace("cuda.", "mps."),
+                    kb(DESERIALIZE_GONE)).matches == []

@@ -466,3 +466,10 @@ def test_a_second_trace_starting_over_after_other_output_is_not_joined_to_the_fi
     parsed = parse_traceback(paste)
     assert [f.line for f in parsed.frames] == [200, 150]
     assert parsed.type == "RuntimeError"
+
+
+def test_an_exception_retyped_in_prose_without_the_space_after_its_colon_is_read():
+    parsed = parse_traceback("训练时报错（ValueError:Attempting to unscale FP16 gradients.），"
+                             "怎么办？\n")
+    assert (parsed.type, parsed.message.rstrip(")")) == (
+        "ValueError", "Attempting to unscale FP16 gradients.")

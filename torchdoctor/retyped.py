@@ -40,6 +40,10 @@ LINED_UP_SHARE = 0.8
 # And at least this many words must line up: a short phrase ("out of memory")
 # lies in too many wordings to name one.
 LINED_UP_WORDS = 7
+# A word mistyped by a letter or two ("Attenpting", "uscale") still lines up: its
+# letters agree this much with the wording's word (difflib's ratio), which is this long.
+NEAR_WORD_RATIO = 0.8
+NEAR_WORD_LENGTH = 5
 # Only messages of a sentence or a few: a log is not a retyped message.
 MESSAGE_WORDS = 80
 
@@ -145,15 +149,16 @@ def _along(words: list[str], keys: list[str], stored: list[str],
             pieces.append(("same", words[:a1], [], False))
             pieces.append(("letters", words[a1:a2], stored[b1:b2], True))
         elif b1 == 0 and 0 < a2 - a1 <= 2 and 0 < b2 - b1 <= 2:
-            # The wording's opening word retold ("Trying" for "Attempting").
+            # The wording's opening word retold ("Trying" for "Attempting") or mistyped.
             pieces.append(("same", words[:a1], [], False))
-            pieces.append(("retold", words[a1:a2], stored[b1:b2], False))
+            pieces.append(("retold", words[a1:a2], stored[b1:b2],
+                           _near_words(words[a1:a2], stored[b1:b2])))
         else:
             pieces.append(("same", words[:a2], [], False))
     for tag, a1, a2, b1, b2 in ops[first:last + 1]:
         same_letters = tag != "equal" and _letters(words[a1:a2]) == _letters(stored[b1:b2])
         filled = tag == "replace" and a2 - a1 == b2 - b1 and all(
-            _fills(w, s) for w, s in zip(words[a1:a2], stored[b1:b2]))
+            _fills(w, s) or _near(w, s) for w, s in zip(words[a1:a2], stored[b1:b2]))
         pieces.append((tag if not same_letters else "letters", words[a1:a2], stored[b1:b2],
                        tag == "equal" or same_letters or filled))
     if last + 1 < len(ops):
@@ -183,6 +188,22 @@ def _along(words: list[str], keys: list[str], stored: list[str],
         else:
             rewritten.extend(wording)
     return lined_up / stretch, " ".join(rewritten)
+
+
+def _near(word: str, wording: str) -> bool:
+    """A word mistyped by a letter or two: a plain word, long enough, most letters in
+    order, and no value of its own (a dtype or device is what a message reports)."""
+    key, stored_key = _key(word), _key(wording)
+    if min(len(key), len(stored_key)) < NEAR_WORD_LENGTH or not (key.isalpha()
+                                                                 and stored_key.isalpha()):
+        return False  # a name (torch.cuda.x, a_b) may differ by the value it holds
+    if key in _VALUE_WORDS or stored_key in _VALUE_WORDS:
+        return False
+    return SequenceMatcher(None, key, stored_key, autojunk=False).ratio() >= NEAR_WORD_RATIO
+
+
+def _near_words(words: list[str], stored: list[str]) -> bool:
+    return len(words) == len(stored) and all(_near(w, s) for w, s in zip(words, stored))
 
 
 def _own_values(words: list[str], stored: list[str]) -> list[str]:
