@@ -473,3 +473,16 @@ def test_an_exception_retyped_in_prose_without_the_space_after_its_colon_is_read
                              "怎么办？\n")
     assert (parsed.type, parsed.message.rstrip(")")) == (
         "ValueError", "Attempting to unscale FP16 gradients.")
+
+
+def test_a_message_line_ending_in_a_colon_continues_past_the_blank_line_torch_prints():
+    # torch >= 2.6 prints the weights-only refusal's reason after a blank line.
+    paste = ("Traceback (most recent call last):\n"
+             '  File "load.py", line 3, in <module>\n'
+             '    state = torch.load("ckpt.pt")\n'
+             "_pickle.UnpicklingError: Weights only load failed. Please file an issue with the "
+             "following so that we can make `weights_only=True` compatible with your use case: "
+             "WeightsUnpickler error: \n\nUnsupported operand 4\n\n"
+             "Check the documentation of torch.load to learn more.\n\nI am stuck here.\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message.endswith("WeightsUnpickler error:\nUnsupported operand 4")
