@@ -166,12 +166,16 @@ def _entry_section(entry: Entry) -> list[str]:
         lines += ["**Recognises** (regex searched in the error message):", ""]
         lines += [f"- {_code(p.type or 'any exception')}: {_code(p.regex)}"
                   + (f", unless the match holds {_code(p.unless)}" if p.unless else "")
-                  + (f", only when raised inside {_code(p.raised_in)}" if p.raised_in else "")
+                  + (f", only when raised inside {_code(p.inside)}" if p.inside else "")
                   for p in entry.patterns]
         lines.append("")
     if entry.messages:
         lines += ["**Older wordings**, matched as text:", ""]
         lines += [f"- {_code(m)}" for m in entry.messages]
+        lines.append("")
+    if entry.raised_in:
+        lines += ["**Raised only in** (a traceback cut before its message that ends here):", ""]
+        lines += [f"- {_code(site)}" for site in entry.raised_in]
         lines.append("")
     if entry.symptoms:
         lines += ["**Symptoms** (regex searched in prose, ignoring case):", ""]

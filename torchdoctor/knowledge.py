@@ -67,6 +67,7 @@ ENTRY_KEYS = (
     "example",
     "counter_example",
     "example_requires",
+    "raised_in",
     "hypotheses",
     "references",
 )
@@ -75,11 +76,13 @@ ENTRY_KEYS = (
 EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix",
                    "explained_by", "excludes")
-PATTERN_KEYS = ("type", "regex", "unless", "raised_in")
+PATTERN_KEYS = ("type", "regex", "unless", "inside")
 PROBE_KEYS = ("name", "params")
 FIX_KEYS = ("summary", "before", "after")
 
 _SLUG = re.compile(r"[a-z0-9_]+\Z")
+# A raising site: a library file's path from its package's folder, and a function in it.
+RAISE_SITE = re.compile(r"[A-Za-z_][\w.-]*(?:/[\w.-]+)*\.py:[A-Za-z_]\w*")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONDITION_INDEX = re.compile(r"condition (\d+): ")
 _CACHE_FORMAT = 2
@@ -119,10 +122,10 @@ class Pattern:
     # raising line, the functions of the frames under it). Siblings share one message
     # ("Dimension out of range" from cross_entropy, from bmm, from anything); the frame
     # that raised it is what tells them apart.
-    raised_in: str | None = None
+    inside: str | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
     _unless: Any = field(default=None, repr=False, compare=False)
-    _raised_in: Any = field(default=None, repr=False, compare=False)
+    _inside: Any = field(default=None, repr=False, compare=False)
 
     @property
     def compiled(self) -> Any:
@@ -144,11 +147,11 @@ class Pattern:
         """Whether ``context`` (where the error was raised) is the op this pattern is
         about; always true for a pattern that names none. Letter case does not count:
         the context mixes code, function names and prose."""
-        if self.raised_in is None:
+        if self.inside is None:
             return True
-        if self._raised_in is None:
-            self._raised_in = compile_linear(self.raised_in, True)
-        return self._raised_in.search(bounded(context)) is not None
+        if self._inside is None:
+            self._inside = compile_linear(self.inside, True)
+        return self._inside.search(bounded(context)) is not None
 
 
 @dataclass
@@ -192,6 +195,9 @@ class Entry:
     # What the example needs beyond a CPU build of torch ("cuda"); without
     # it the example is skipped and the entry's `messages` carry the text.
     example_requires: str | None = None
+    # Library functions ("torch/amp/grad_scaler.py:_unscale_grads_") whose every raise is
+    # this entry's error: a traceback cut before its message that ends there is this one.
+    raised_in: list[str] = field(default_factory=list)
     hypotheses: list[Hypothesis] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     file: str = ""
@@ -498,6 +504,7 @@ class _FileChecker:
             self.error(_field_line(raw, "example_requires"),
                        f"{label}: example_requires must be one of {', '.join(EXAMPLE_REQUIREMENTS)}")
         messages = self._messages(raw, label, patterns)
+        raised_in = self._raised_in(raw, label)
         derive = self._derive(raw, label)
         references = self._strings(raw, "references", label)
         names = set(PROSE_FIELDS) if _nonempty_list(raw.get("symptoms")) else set()
@@ -521,6 +528,7 @@ class _FileChecker:
             example=raw.get("example"),
             counter_example=raw.get("counter_example"),
             example_requires=raw.get("example_requires"),
+            raised_in=raised_in,
             hypotheses=hypotheses,
             references=references,
             file=self.file,
@@ -574,14 +582,14 @@ class _FileChecker:
             if unless is not None and not self._regex(unless, _field_line(item, "unless"),
                                                       f"{label}: unless", None):
                 continue
-            raised_in = item.get("raised_in")
-            if raised_in is not None and not self._regex(
-                    raised_in, _field_line(item, "raised_in"), f"{label}: raised_in", None,
+            inside = item.get("inside")
+            if inside is not None and not self._regex(
+                    inside, _field_line(item, "inside"), f"{label}: inside", None,
                     ignore_case=True):
                 continue
             if pattern is not None:
                 pattern.unless = unless
-                pattern.raised_in = raised_in
+                pattern.inside = inside
                 patterns.append(pattern)
         return patterns
 
@@ -649,6 +657,17 @@ class _FileChecker:
                 self.error(_item_line(items, items.index(name)),
                            f"{label}: derived fact {name!r} needs {' or '.join(needs)}, which no "
                            f"pattern captures")
+
+    def _raised_in(self, raw: dict, label: str) -> list[str]:
+        sites = self._strings(raw, "raised_in", label)
+        if sites and "patterns" not in raw:
+            self.error(_field_line(raw, "raised_in"), f"{label}: 'raised_in' needs 'patterns'")
+        for index, site in enumerate(sites):
+            if not RAISE_SITE.fullmatch(site):
+                self.error(_item_line(raw.get("raised_in"), index),
+                           f"{label}: 'raised_in' items are 'path/of/file.py:function', "
+                           f"got {site!r}")
+        return [site for site in sites if RAISE_SITE.fullmatch(site)]
 
     def _strings(self, raw: dict, key: str, label: str) -> list[str]:
         items = raw.get(key)

@@ -65,6 +65,7 @@ def _dump_entry(entry: Entry) -> dict:
         "symptoms": [_dump_pattern(p) for p in entry.symptoms],
         "derive": entry.derive, "example": entry.example,
         "counter_example": entry.counter_example, "example_requires": entry.example_requires,
+        "raised_in": entry.raised_in,
         "hypotheses": [_dump_hypothesis(h) for h in entry.hypotheses],
         "references": entry.references, "file": entry.file, "line": entry.line,
     }
@@ -73,7 +74,7 @@ def _dump_entry(entry: Entry) -> dict:
 def _dump_pattern(pattern: Pattern) -> dict:
     return {"regex": pattern.regex, "type": pattern.type, "groups": list(pattern.groups),
             "ignore_case": pattern.ignore_case, "unless": pattern.unless,
-            "raised_in": pattern.raised_in}
+            "inside": pattern.inside}
 
 
 def _dump_hypothesis(hypothesis: Hypothesis) -> dict:
@@ -111,6 +112,7 @@ def _entry(raw: Any) -> Entry:
         example=_optional_text(raw["example"]),
         counter_example=_optional_text(raw["counter_example"]),
         example_requires=_optional_text(raw["example_requires"]),
+        raised_in=_texts(raw["raised_in"]),
         hypotheses=[_hypothesis(h) for h in _list(raw["hypotheses"])],
         references=_texts(raw["references"]),
         file=_text(raw["file"]), line=_number(raw["line"]),
@@ -123,7 +125,7 @@ def _pattern(raw: Any) -> Pattern:
     if not isinstance(ignore_case, bool):
         raise _Foreign
     return Pattern(_text(raw["regex"]), _optional_text(raw["type"]), tuple(_texts(raw["groups"])),
-                   ignore_case, _optional_text(raw["unless"]), _optional_text(raw["raised_in"]))
+                   ignore_case, _optional_text(raw["unless"]), _optional_text(raw["inside"]))
 
 
 def _hypothesis(raw: Any) -> Hypothesis:
