@@ -53,6 +53,21 @@ def test_a_message_quoted_inside_prose(kb):
     assert top(paste, kb) == "autograd.no_grad_fn"
 
 
+@pytest.mark.parametrize("written", [
+    'the loop dies with "RuntimeError:cudnn RNN backward can only be called in training mode"',
+    "RuntimeError:cudnn RNN backward can only be called in training mode",
+])
+def test_an_exception_line_retyped_without_a_space_after_its_colon(written, kb):
+    parsed = parse_traceback(written + "\n")
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "cudnn RNN backward can only be called in training mode")
+    assert top(written, kb) == "training.eval_mode_left_on"
+
+
+def test_a_colon_without_a_space_after_a_word_that_names_no_exception_is_no_error_line():
+    assert parse_traceback("Loss:nan at step 10, lr:0.1\n") is None
+
+
 def test_a_message_in_curly_quotes_inside_prose():
     paste = ("Training stops at the first batch with “CUDA out of memory. Tried to allocate "
              "2.00 GiB” although nvidia-smi shows free memory.\n")

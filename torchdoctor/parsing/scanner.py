@@ -66,6 +66,10 @@ def read_exception_line(stripped: str, strict: bool) -> tuple[str, str] | None:
     if not stripped or not (stripped[0].isalpha() or stripped[0] == "_"):
         return None
     head = stripped.split(":", 1)[0] if ": " in stripped or stripped.endswith(":") else stripped
+    if strict and head is stripped and ":" in stripped:
+        # "RuntimeError:Cudnn RNN …": retyped with no space after the colon.
+        tight = stripped.split(":", 1)[0]
+        head = tight if exception_type_name(tight) else stripped
     if " " in head or len(head) > 120:
         return None
     match = EXCEPTION_LINE.fullmatch(stripped)
