@@ -68,6 +68,21 @@ def test_a_colon_without_a_space_after_a_word_that_names_no_exception_is_no_erro
     assert parse_traceback("Loss:nan at step 10, lr:0.1\n") is None
 
 
+def test_nccls_warning_is_the_error_when_no_python_exception_is_pasted(kb):
+    paste = ("four GPUs fail at init, two work:\n"
+             "node1:2041:2077 [1] NCCL INFO Channel 00/02 :    0   1   2   3\n"
+             "node1:2041:2077 [1] misc/shmutils.cc:103 NCCL WARN Cuda failure 'invalid argument'\n")
+    assert parse_traceback(paste).message == "NCCL WARN Cuda failure 'invalid argument'"
+    assert top(paste, kb) == "distributed.nccl_error"
+
+
+def test_the_infiniband_warning_nccl_prints_on_every_machine_is_no_error():
+    paste = ("DDP hangs in backward after a few epochs.\n"
+             "node1:7778:7778 [0] NCCL INFO NET/Socket : Using [0]enp5s0:192.168.0.220<0>\n"
+             "node1:7778:7778 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n")
+    assert parse_traceback(paste) is None
+
+
 def test_a_message_in_curly_quotes_inside_prose():
     paste = ("Training stops at the first batch with “CUDA out of memory. Tried to allocate "
              "2.00 GiB” although nvidia-smi shows free memory.\n")

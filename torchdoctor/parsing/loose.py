@@ -36,13 +36,18 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|THCudaCheck FAIL|cuda runtime error|invalid device ordinal|CUDNN_STATUS_\w+"
     r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
     r"|not supported on CUDAType|Cannot access accelerator device|has a total capacity"
-    r"|The offending index is|is invalid for input with",
+    r"|The offending index is|is invalid for input with"
+    # NCCL's own log lines: with no Python exception pasted, its warning is the error
+    r"|NCCL WARN ",
     ignore_case=True,
 )
+# What NCCL warns about on every machine without InfiniBand or a network plugin, failing
+# or not: no error of the run.
+ROUTINE_NCCL_WARNINGS = ("libibverbs", "NET/Plugin", "NET/IB")
 MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
-                    "cudnn_status", "capacity", "offending")
+                    "cudnn_status", "capacity", "offending", "nccl warn")
 # Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
 # memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
 # keeps only the first.
@@ -267,4 +272,10 @@ def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | N
         # The error torch raised with it, in the wording its patterns know.
         return LooseError(None, f"cuda runtime error ({check['code']}) : {check['text'].strip()}"
                                 f" at {check['file']}:{check['line']}", index, "message_only")
+    if found.group(0).upper() == "NCCL WARN ":
+        warning = stripped[found.start():]
+        if any(routine in warning for routine in ROUTINE_NCCL_WARNINGS):
+            return None
+        # "host:pid:tid [rank] misc/shmutils.cc:103 NCCL WARN …": the warning is the message.
+        return LooseError(None, _own_words(warning), index, "message_only")
     return LooseError(None, _own_words(stripped, found.start()), index, "message_only")
