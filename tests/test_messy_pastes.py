@@ -196,6 +196,16 @@ def test_a_compile_log_ending_in_a_recompilation_reason(kb):
     assert top(paste, kb) == "compile.recompile_limit"
 
 
+def test_a_recompilation_reason_under_dynamos_frame_and_compile_id_is_still_no_error(kb):
+    paste = (
+        "W1126 16:03:16.529497 1228885 torch/_dynamo/convert_frame.py:844] [1/8] torch._dynamo "
+        "hit config.cache_size_limit (8)\n"
+        "W1126 16:03:16.529497 1228885 torch/_dynamo/convert_frame.py:844] [1/8]    last "
+        "reason: 1/0: tensor 'L['p'][0]' size mismatch at index 0. expected 16, actual 64\n")
+    assert parse_traceback(paste).message.endswith("hit config.cache_size_limit (8)")
+    assert top(paste, kb) == "compile.recompile_limit"
+
+
 def test_the_root_error_among_several_lone_errors():
     paste = ("RuntimeError: CUDA error: device-side assert triggered\n"
              "after that every step fails with\n"

@@ -71,6 +71,13 @@ LABELS = frozenset({"Error", "Exception", "error"})
 IDE_EXCEPTION = re.compile(r"Exception has occurred: (?P<type>[A-Za-z_][\w.]{0,100})\b")
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
+# Dynamo's log lines carry the frame and compile they speak of: "[1/8]    last reason: …".
+COMPILE_ID = re.compile(r"\[\d{1,9}/\d{1,9}(?:_\d{1,9})?\]\s*")
+
+
+def _recompile_reason(stripped: str) -> bool:
+    found = COMPILE_ID.match(stripped)
+    return (stripped[found.end():] if found else stripped).startswith(RECOMPILE_REASON)
 
 
 FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
@@ -133,7 +140,7 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
         if error_records and error_records[index] and any(c.isalpha() for c in texts[index]):
             return LooseError(None, texts[index].strip(), index, "error_record")
     for index in chosen:
-        if texts[index].strip().startswith(RECOMPILE_REASON):
+        if _recompile_reason(texts[index].strip()):
             found = _message_only(texts[index], index, reasons=True)
             if found is not None:
                 return found
@@ -259,7 +266,7 @@ def _quoted(raw: str, index: int) -> LooseError | None:
 
 def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | None:
     stripped = raw.strip()
-    if not reasons and stripped.startswith(RECOMPILE_REASON):
+    if not reasons and _recompile_reason(stripped):
         return None
     lowered = stripped.lower()
     if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
