@@ -866,7 +866,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                                       context=_raising_context(None, tail, None))
                       or _match_messages(index, [tail]))
     if candidates:
-        _refine_by_prose(index, candidates, _prose_around(parsed, tail))
+        prose = _prose_around(parsed, tail)
+        _decide_by_words(candidates, prose)
+        _refine_by_prose(index, candidates, prose)
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and (_value(parsed, "type") is None
@@ -919,6 +921,29 @@ _PHASE_START = re.compile(
     r"\b(?:(?:validation|evaluation|eval|testing|test loop)\s+(?:starts|begins|started|began)"
     r"|(?:as soon as|when|once|right after)\s+(?:the\s+)?(?:validation|evaluation|eval|testing)"
     r"\s+(?:starts|begins|started|began|kicks in))\b", re.IGNORECASE)
+
+
+def _decide_by_words(candidates: list[_Candidate], prose: str) -> None:
+    """Several entries' patterns matched one message: the person's words may tell them apart.
+
+    The message alone cannot say whether sizes failed to match in a batch the DataLoader
+    stacked or in the user's own concatenation; "the images have different sizes" or "a
+    fixed image size fixes it" can. When the words around the message match the symptoms
+    of one of the contenders, that one ranks just above the best of them. The contenders
+    have already lost ``CONTESTED_PENALTY``; nothing else changes.
+    """
+    if len(candidates) < 2 or not prose.strip():
+        return
+    found = symptoms.match_symptoms(prose, [c.entry for c in candidates])
+    if not found:
+        return
+    top = min(candidates, key=lambda c: (-c.score, str(c.entry.id)))  # the order shown
+    chosen = next(c for c in candidates if c.entry is found[0].entry)
+    if chosen is top:
+        return
+    chosen.score = round(top.score + 0.01, 4)
+    chosen.reason += (f"; the words around the message match its symptoms "
+                      f"({len(found[0].matched)} of {found[0].total} phrases)")
 
 
 def _refine_by_prose(index: MatchIndex, candidates: list[_Candidate], prose: str) -> None:
