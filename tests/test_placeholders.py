@@ -73,3 +73,11 @@ def test_a_blanked_size_is_no_size_the_diagnosis_reports():
     assert top["entry"] == "memory.cuda_oom"
     assert "requested" not in top["fields"] and "requested_bytes" not in top["fields"]
     assert top["fields"]["total"] == "7.79 GiB"
+
+
+@pytest.mark.parametrize("paste", [
+    'Loading my checkpoint complains about Unexpected key(s) "module.XXX" for every layer.',
+    "Every key in the saved weights has 'module.' prefixed to it, so loading on one GPU fails.",
+])
+def test_a_prefix_retold_without_the_message_is_the_module_prefix(paste):
+    assert diagnose(paste, KB).to_dict()["matches"][0]["entry"] == "state_dict.module_prefix"
