@@ -702,19 +702,14 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(message.entry, score,
                                         "wording of an older torch release matched", {}))
-    # A page that joins a wrapped line may drop the space at the join ("Attempting
-    # todeserialize"): a long phrase is also found with no spaces on either side.
-    spaceless = [text.replace(" ", "") for text in normalised]
     for pattern, phrase in index.phrases():
         # A fragment of the message people copy ("Kernel size can't be greater than actual
         # input size", without the sizes before it) is still the message when it holds the
         # whole of a long fixed phrase that every match of the pattern contains.
         if str(pattern.entry.id) in best:
             continue
-        packed = phrase.replace(" ", "")
-        if (any(phrase in text for text in normalised) or any(
-                packed in text for text in spaceless)) and index.distinctive(phrase,
-                                                                             pattern.entry):
+        if any(phrase in text for text in normalised) and index.distinctive(phrase,
+                                                                            pattern.entry):
             specificity = len(phrase) / (len(phrase) + 40)
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(pattern.entry, score,
