@@ -41,6 +41,11 @@ GRADS_NONE = [
     "打印出来 encoder 的 weight.grad 都是 None",
     "Модель не обучается: у всех параметров градиенты равны None",
     "Das Modell lernt nicht, die Gradienten sind None",
+    # zero, not None, says the same of a graph that never reached the layers
+    "训练时打印发现 backbone 所有层的梯度都是0，只有最后的全连接层有梯度",
+    "backbone の勾配が0のままで、最後の層しか更新されません",
+    "После backward градиенты энкодера равны нулю",
+    "Los gradientes del encoder son cero después de backward",
 ]
 
 
@@ -60,7 +65,7 @@ def test_a_run_that_hangs_with_workers_is_the_loader_hang_in_every_language(text
 
 
 @pytest.mark.parametrize("text", GRADS_NONE)
-def test_gradients_that_are_none_are_a_cut_graph_in_every_language(text):
+def test_gradients_that_are_none_or_zero_are_a_cut_graph_in_every_language(text):
     assert _top(text) == "training.detached_graph"
 
 
@@ -94,3 +99,9 @@ def test_identifiers_and_numbers_stay_where_they_were():
     assert read is not None
     assert "num_workers" in read and "4" in read and "hangs" in read
     assert read.index("num_workers") < read.index("4") < read.index("hangs")
+
+
+def test_a_loss_value_that_starts_with_zero_is_no_zero():
+    read = in_english("loss 一直是 0.693，梯度是 0")
+    assert read is not None
+    assert "0.693" in read and read.count("is zero") == 1

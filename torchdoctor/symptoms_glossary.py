@@ -88,6 +88,12 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"градиент\w*", " gradients "),
     (r"\bgradientes?\b", " gradients "),
     (r"\bGradienten\b", " gradients "),
+    # A value 0 said of gradients: "梯度都是0", "勾配が0", "градиенты равны нулю", "son cero".
+    (r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?:0|零)(?![\d.%])"
+     r"|(?:が|は)\s*(?:0|ゼロ)(?![\d.%])|(?:가|이|는|은)\s*0(?![\d.%])"
+     r"|\bравн\w*\s+(?:нулю|0(?![\d.%]))|\b(?:es|son|é|são)\s+(?:cero|zero|0(?![\d.%]))"
+     r"|\b(?:ist|sind)\s+(?:null|0(?![\d.%]))\b",
+     " is zero"),
     (r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?=None\b|0(?![\d.])|零)"
      r"|(?:が|は)\s*(?=None\b|0(?![\d.]))|(?:가|이|는|은)\s*(?=None\b|0(?![\d.]))"
      r"|(?:равн\w*\s*|\s[—-]\s+)(?=None\b)|\b(?:es|son|é|são|sind|ist)\s+(?=None\b)",
