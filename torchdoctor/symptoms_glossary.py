@@ -66,7 +66,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|зависа\w*|завис(?:ает|ло|ла|ли)?\b|виснет|висит|застрева\w*"
      r"|se\s+(?:cuelga|congela|bloquea|traba|queda\s+(?:colgado|congelado|trabado))"
      r"|\b(?:trava|travando|travou|congela|congelando)\b|fica\s+travado"
-     r"|\bhängen\b|hängt(?:\s+sich)?(?:\s+auf)?|friert\s+ein|eingefroren",
+     r"|\bhängen\b(?!\s+von)|hängt(?:\s+sich)?(?:\s+auf)?|friert\s+ein|eingefroren",
      "hangs"),
     (r"一切正常|正常(?:运行|训练|跑)|(?:能|可以)(?:正常)?跑(?:通|起来)?|没(?:有)?问题"
      r"|問題なく動|正常に動|정상\s*(?:작동|동작)|работает нормально|funciona (?:bien|normalmente)"
@@ -115,8 +115,8 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " lowered to "),
 )
 _COMPILED = tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
-# What NFKC leaves: the ideographic full stop and comma, and the enumeration comma.
-_CJK_STOPS = str.maketrans({"。": ". ", "、": ", ", "，": ", ", "；": "; ", "：": ": "})
+# What NFKC leaves: the ideographic full stop and the enumeration comma.
+_CJK_STOPS = str.maketrans({"。": ". ", "、": ", "})
 
 
 def in_english(text: str) -> str | None:
