@@ -59,6 +59,7 @@ from torchdoctor import private_cache, retyped, similar, symptoms
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import quoted_conditions
+from torchdoctor.parsing.placeholders import filled
 from torchdoctor.raised_by import raised_by
 
 try:  # Python 3.11+
@@ -566,6 +567,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
+        # A value blanked by hand ("(pid XXX)", "module.xxx") is read with a value there.
+        blanks = filled(unwrapped)
+        lowered_blanks = blanks.text.lower() if blanks else ""
         for pattern in index.patterns:
             if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
                 continue
@@ -575,7 +579,7 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             if pattern.literal and pattern.literal not in lowered and (
                     pattern.literal not in lowered_unwrapped) and not (
                     closed and pattern.literal[-1:] == "." and closed.lower().endswith(
-                        pattern.literal)):
+                        pattern.literal)) and pattern.literal not in lowered_blanks:
                 continue
             found = pattern.search(link.text, any_case)
             if not found and unwrapped is not link.text:
@@ -583,6 +587,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             if not found and closed and pattern.pattern.regex.endswith("\\."):
                 # The full stop that ends torch's sentence is what a quote drops first.
                 found = pattern.search(closed, any_case)
+            filled_in = None
+            if not found and blanks is not None:
+                found = filled_in = pattern.search(blanks.text, any_case)
             if not found:
                 continue
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
@@ -611,8 +618,11 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                 reason += f"; not in the {_CATEGORY_PHASE[category].replace('_', ' ')} phase"
             if inside:
                 reason += "; raised inside the op it is about"
-            candidate = _Candidate(pattern.entry, score, reason,
-                                   {k: v for k, v in found.groupdict().items() if v is not None},
+            fields = {k: v for k, v in found.groupdict().items() if v is not None}
+            if filled_in is not None and blanks is not None:
+                fields = {k: v for k, v in fields.items()
+                          if not blanks.covers(*found.span(found.re.groupindex[k]))}
+            candidate = _Candidate(pattern.entry, score, reason, fields,
                                    raised_inside=bool(inside))
             _keep_best(best, candidate)
     if len(best) > 1:
