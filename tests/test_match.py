@@ -482,6 +482,30 @@ def test_siblings_with_one_wording_are_told_apart_by_the_op_the_raising_line_cal
     assert module["shape.bmm_operands"] == module["shape.linear_in_features"]
 
 
+def test_a_pattern_bound_to_calls_counts_only_when_the_raising_line_makes_one():
+    # torch prints one wording for nn.Linear and for a hand-written a @ b: the matmul
+    # entry's pattern names the calls, so a module call is no contest at all.
+    matmul = Entry(id="shape.matmul_inner_dim", title="A hand-written torch.matmul",
+                   category="shape", hypotheses=[Hypothesis(id="h", statement="s")],
+                   patterns=[Pattern(regex=LINEAR_REGEX, type="RuntimeError",
+                                     calls=("matmul", "mm"))])
+    linear = entry("shape.linear_in_features", patterns=[("RuntimeError", LINEAR_REGEX)])
+    message = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 16x2)\n"
+
+    def raised_by(code):
+        return ('Traceback (most recent call last):\n  File "head.py", line 9, in score\n'
+                f"    {code}\n{message}")
+
+    for code in ("out = self.fc(x)", None):
+        ranked = diagnose(raised_by(code) if code else message, kb(linear, matmul)).matches
+        assert [m.entry.id for m in ranked] == ["shape.linear_in_features"]
+        assert ranked[0].score >= CONFIDENT
+    for code in ("y = x @ w", "g = torch.mm(pair, self.gamma.t())"):
+        ranked = diagnose(raised_by(code), kb(linear, matmul)).matches
+        assert [m.entry.id for m in ranked] == ["shape.matmul_inner_dim",
+                                                "shape.linear_in_features"]
+
+
 def test_older_wordings_compare_with_each_shape_as_one_value():
     conv = entry("shape.conv_rank", patterns=[(None, r"never matches this")], messages=[
         "Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "

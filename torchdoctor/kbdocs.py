@@ -166,6 +166,8 @@ def _entry_section(entry: Entry) -> list[str]:
         lines += ["**Recognises** (regex searched in the error message):", ""]
         lines += [f"- {_code(p.type or 'any exception')}: {_code(p.regex)}"
                   + (f", unless the match holds {_code(p.unless)}" if p.unless else "")
+                  + (", only when the raising line calls "
+                     + ", ".join(_code(op) for op in p.calls) if p.calls else "")
                   for p in entry.patterns]
         lines.append("")
     if entry.messages:

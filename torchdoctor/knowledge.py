@@ -76,7 +76,8 @@ ENTRY_KEYS = (
 EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix",
                    "explained_by", "excludes")
-PATTERN_KEYS = ("type", "regex", "unless")
+PATTERN_KEYS = ("type", "regex", "unless", "calls")
+_OP_NAME = re.compile(r"[a-z_][a-z0-9_]{0,40}")
 PROBE_KEYS = ("name", "params")
 FIX_KEYS = ("summary", "before", "after")
 
@@ -118,6 +119,9 @@ class Pattern:
     # A second regex: when it is found in the text this one matched, the match does not
     # count. It says "any signal but Bus error" without lookahead, which RE2 lacks.
     unless: str | None = None
+    # Ops the raising line must call for a match to count (``matmul`` for ``a @ b``): a
+    # wording that a sibling entry prints too, told apart only by the call that raised it.
+    calls: tuple[str, ...] = ()
     _compiled: Any = field(default=None, repr=False, compare=False)
     _unless: Any = field(default=None, repr=False, compare=False)
 
@@ -566,8 +570,16 @@ class _FileChecker:
             if unless is not None and not self._regex(unless, _field_line(item, "unless"),
                                                       f"{label}: unless", None):
                 continue
+            calls = item.get("calls", [])
+            if not (isinstance(calls, list) and calls and all(
+                    isinstance(op, str) and _OP_NAME.fullmatch(op) for op in calls)) and (
+                    "calls" in item):
+                self.error(_field_line(item, "calls"), f"{label}: pattern 'calls' must be a "
+                           "non-empty list of op names (lower case, as in matmul, mm, bmm)")
+                continue
             if pattern is not None:
                 pattern.unless = unless
+                pattern.calls = tuple(calls)
                 patterns.append(pattern)
         return patterns
 
@@ -597,7 +609,7 @@ class _FileChecker:
                     or "escape sequence" in str(exc) or "group name" in str(exc) else "")
             self.error(line, f"{label}: regex does not compile under RE2: {exc}{hint}")
             return None
-        return Pattern(regex, type_, tuple(compiled.groupindex), ignore_case, None, compiled)
+        return Pattern(regex, type_, tuple(compiled.groupindex), ignore_case, _compiled=compiled)
 
     def _messages(self, raw: dict, label: str, patterns: list[Pattern]) -> list[str]:
         messages = self._strings(raw, "messages", label)

@@ -531,6 +531,7 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                     raising_code: str | None = None, any_case: bool = False,
                     retold: bool = False) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
+    called = _ops_called(raising_code)
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
         # that misses the message as printed is tried on it with the breaks joined.
@@ -544,6 +545,10 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
         for pattern in index.patterns:
             if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
+                continue
+            calls = getattr(pattern.pattern, "calls", ())
+            if calls and not called.intersection(calls):
+                # A sibling's wording that only the call tells apart: no call, no match.
                 continue
             if pattern.literal and pattern.literal not in lowered and (
                     pattern.literal not in lowered_unwrapped) and not (
@@ -586,7 +591,6 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                                    {k: v for k, v in found.groupdict().items() if v is not None})
             _keep_best(best, candidate)
     if len(best) > 1:
-        called = _ops_called(raising_code)
         for candidate in best.values():
             candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
             candidate.reason += f"; {len(best) - 1} other entries matched too"
@@ -638,10 +642,13 @@ def _raising_code(parsed: object, text: str) -> str | None:
 
 def _entry_ops(entry: object) -> set[str]:
     """The ops an entry is about: those its title names as code (``torch.stack``,
-    ``nn.Linear``) and the words of its id's slug (``shape.bmm_batch``: bmm, batch)."""
+    ``nn.Linear``), the words of its id's slug (``shape.bmm_batch``: bmm, batch) and the
+    calls its patterns are bound to."""
     title = str(getattr(entry, "title", "") or "")
     named = {(a or b).lower() for a, b in _ENTRY_OP.findall(title)}
-    return named | set(str(entry.id).rsplit(".", 1)[-1].split("_"))
+    bound = {op for pattern in getattr(entry, "patterns", ()) or ()
+             for op in getattr(pattern, "calls", ())}
+    return named | bound | set(str(entry.id).rsplit(".", 1)[-1].split("_"))
 
 
 _DEVICE_ASSERT = "device-side assert triggered"
