@@ -670,3 +670,25 @@ def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
     """People often paste only the first sentence of the OOM message; the
     allocator's figures are lost, the cause is not."""
     assert top(paste, kb) == "memory.cuda_oom"
+
+
+@pytest.mark.parametrize(("translated", "entry"), [
+    # renderings as Chinese pages print them, values as torch printed them
+    ("RuntimeError: 大小不匹配,m1: [8 x 2048], m2: [512 x 10] at /pytorch/aten/src/TH/generic/"
+     "THTensorMath.cpp:961", "shape.linear_in_features"),
+    ("RuntimeError: 无效参数0: 张量的大小必须匹配,除了维度0。在维度2中得到17和21",
+     "shape.cat_sizes"),
+    ("RuntimeError: 张量a的大小(5)必须与张量b的大小(3)在非单例维度1上匹配",
+     "shape.broadcast_mismatch"),
+])
+def test_a_message_a_page_printed_machine_translated(translated, entry, kb):
+    assert top(translated, kb) == entry
+
+
+def test_a_translated_message_keeps_its_numbers_and_an_untranslated_one_is_left_alone():
+    from torchdoctor.translated import english
+    assert english("无效参数0: 张量的大小必须匹配,除了维度0。在维度1中得到1219和440") == (
+        "invalid argument 0: Sizes of tensors must match except in dimension 0. "
+        "Got 1219 and 440 in dimension 1")
+    assert english("size mismatch, m1: [4 x 3136], m2: [64 x 5]") is None
+    assert english("训练时损失一直不下降") is None

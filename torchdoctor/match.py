@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchdoctor import facts as derived_facts
-from torchdoctor import private_cache, retyped, similar, symptoms
+from torchdoctor import private_cache, retyped, similar, symptoms, translated
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import quoted_conditions
@@ -775,10 +775,17 @@ def _match_retyped(index: MatchIndex, links: list[_Link], phase: str | None,
                    raising_code: str | None, context: str = "") -> list[_Candidate]:
     """A message retyped by hand (a word joined, changed or in other letter case),
     rewritten along the stored wording it follows (``retyped.py``) and matched by the
-    patterns at the wording tier."""
-    retold = [_Link(link.exc_type, text, link.weight)
-              for link in links if not link.is_assertion
-              for text in retyped.restore(link.text, index.wordings)]
+    patterns at the wording tier; so is one a page printed machine-translated, in the
+    words torch wrote (``translated.py``), as it stands or as retyped."""
+    retold = []
+    for link in links:
+        if link.is_assertion:
+            continue
+        english = translated.english(link.text)
+        texts = [english] if english else []
+        texts += [text for source in (link.text, *texts)
+                  for text in retyped.restore(source, index.wordings)]
+        retold += [_Link(link.exc_type, text, link.weight) for text in texts]
     return (_match_patterns(index, retold, phase, raising_code, retold=True, context=context)
             if retold else [])
 

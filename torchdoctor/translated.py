@@ -1,0 +1,63 @@
+"""A torch message that a page printed machine-translated, turned back into torch's words.
+
+Chinese blogs often show the error translated along with the prose around it:
+"RuntimeError: 大小不匹配,m1: [4 x 3136], m2: [64 x 5]" is torch's "size mismatch,
+m1: …", and "张量的大小必须匹配,除了维度0。在维度1中得到1219和440" its "Sizes of
+tensors must match except in dimension 0. Got 1219 and 440 in dimension 1". The
+numbers, shapes and names stay as torch printed them; only the fixed words are
+rendered, and always the same way by the usual translators. ``english(message)``
+rewrites those renderings (each checked on real translated pages) back into
+torch's wording, reordering where the translation moved the numbers, and the
+punctuation of the other script into torch's; ``match.py`` then reads the result
+as it reads a message retyped by hand (``retyped.py``), at the wording tier.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han characters (and the full-width punctuation around them): a message without any
+# was not translated into Chinese.
+_HAN = re.compile(r"[\u3400-\u9fff]")
+
+_N = r"\s*(\d+)\s*"
+# (rendering, torch's words): longer phrases first, so a phrase is rewritten whole
+# before its words are.
+_RENDERINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rendering), words) for rendering, words in (
+        # TH's cat check: "Sizes of tensors must match except in dimension 0. Got 1219
+        # and 440 in dimension 1" (the translation puts the dimension first).
+        (r"张量的大小必须匹配[,，]?\s*除了?在?维度" + _N, r"Sizes of tensors must match except in dimension \1"),
+        (r"在维度" + _N + r"[中上]?得到" + _N + r"和" + _N, r"Got \2 and \3 in dimension \1"),
+        # Broadcasting: "The size of tensor a (2) must match the size of tensor b (39)
+        # at non-singleton dimension 1".
+        (r"张量\s*a\s*的大小\s*[(（]" + _N + r"[)）]\s*必须与张量\s*b\s*的大小\s*[(（]" + _N
+         + r"[)）]\s*在非单例维度" + _N + r"上匹配",
+         r"The size of tensor a (\1) must match the size of tensor b (\2) at non-singleton"
+         r" dimension \3"),
+        (r"无效参数" + _N, r"invalid argument \1"),
+        (r"大小不匹配", "size mismatch"),
+        (r"CUDA\s*内存不足", "CUDA out of memory"),
+        (r"尝试分配", "Tried to allocate"),
+    ))
+
+# The other script's punctuation, as torch writes it.
+_PUNCTUATION = (("。", ". "), ("，", ", "), ("：", ": "), ("；", "; "),
+                ("（", " ("), ("）", ") "))
+
+
+def english(message: str) -> str | None:
+    """The message with the translators' renderings of torch's words turned back into
+    them; None when it holds no Chinese, or no rendering this table knows."""
+    if not _HAN.search(message):
+        return None
+    text = message
+    for rendering, words in _RENDERINGS:
+        text = rendering.sub(words, text)
+    if text == message:
+        return None
+    for mark, written in _PUNCTUATION:
+        text = text.replace(mark, written)
+    # A comma the translation glued to the next word ("size mismatch,m1:").
+    text = re.sub(r",(?=\S)", ", ", text)
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
