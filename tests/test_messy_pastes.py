@@ -692,3 +692,18 @@ def test_a_translated_message_keeps_its_numbers_and_an_untranslated_one_is_left_
         "Got 1219 and 440 in dimension 1")
     assert english("size mismatch, m1: [4 x 3136], m2: [64 x 5]") is None
     assert english("训练时损失一直不下降") is None
+
+
+def test_torch_0_1s_leaf_check_at_backward_is_the_leaf_inplace_entry(kb):
+    # torch 0.1.x asserted it in torch/autograd/variable.py when backward reached the leaf
+    paste = ("Traceback (most recent call last):\n"
+             '  File "fit.py", line 88, in <module>\n'
+             "    cost.backward()\n"
+             '  File "/usr/lib/python3.6/site-packages/torch/autograd/variable.py", line 158, '
+             "in backward\n"
+             "    self._execution_engine.run_backward((self,), (gradient,), retain_variables)\n"
+             '  File "/usr/lib/python3.6/site-packages/torch/autograd/variable.py", line 201, '
+             "in _do_backward\n"
+             '    "leaf variable was used in an inplace operation"\n'
+             "AssertionError: leaf variable was used in an inplace operation\n")
+    assert top(paste, kb) == "autograd.leaf_inplace"
