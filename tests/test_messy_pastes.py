@@ -707,3 +707,9 @@ def test_torch_0_1s_leaf_check_at_backward_is_the_leaf_inplace_entry(kb):
              '    "leaf variable was used in an inplace operation"\n'
              "AssertionError: leaf variable was used in an inplace operation\n")
     assert top(paste, kb) == "autograd.leaf_inplace"
+
+
+def test_ths_cuda_status_retold_without_the_space_before_its_colon(kb):
+    paste = ('the run stops at loss.backward() with "RuntimeError: cuda runtime error (59): '
+             'device-side assert triggered" and I cannot see why\n')
+    assert top(paste, kb) == "index.device_side_assert"

@@ -564,6 +564,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         # ("from che          ckpoint") or between two: both readings are tried.
         if _PADDING.search(unwrapped):
             unwrapped = _PADDING.sub("", unwrapped) + "\n" + _PADDING.sub(" ", unwrapped)
+        # TH printed a CUDA call's status as "(59) : …"; retold, the space is often lost.
+        if _CODE_COLON.search(unwrapped):
+            unwrapped = unwrapped + "\n" + _CODE_COLON.sub(r"(\1) :", unwrapped)
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
@@ -711,6 +714,7 @@ def _entry_ops(entry: object) -> set[str]:
 
 _DEVICE_ASSERT = "device-side assert triggered"
 _PADDING = re.compile(r"(?<=\S) {8,}(?=\S)")
+_CODE_COLON = re.compile(r"\((\d{1,4})\):(?= )")
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
 # "file.py:134: UserWarning: …" and the source line Python prints under it.
 _WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:\n[ \t]+[^\n]*)?",
