@@ -713,3 +713,12 @@ def test_ths_cuda_status_retold_without_the_space_before_its_colon(kb):
     paste = ('the run stops at loss.backward() with "RuntimeError: cuda runtime error (59): '
              'device-side assert triggered" and I cannot see why\n')
     assert top(paste, kb) == "index.device_side_assert"
+
+
+def test_lightnings_rank_prefix_and_its_launcher_reporting_a_killed_rank(kb):
+    paste = ("[rank: 1] Child process with PID 4123 terminated with code -9. Forcefully "
+             "terminating all other processes to avoid zombies\n")
+    assert top(paste, kb) == "distributed.child_failed"
+    from torchdoctor.parsing.lines import RANK_PREFIX
+    found = RANK_PREFIX.match("[rank: 3] Epoch 0: 12%")
+    assert found is not None and found["lightning"] == "3"

@@ -19,6 +19,7 @@ BARE_ANSI = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 RANK_PREFIX = re.compile(
     r"\[(?:rank|default) ?(?P<rank>\d{1,5})\]:[ ]?"  # torchrun --tee, [rank0]: / [rank 0]:
     r"|\[\d{1,5},(?P<mpi>\d{1,5})\]<std(?:out|err)>:[ ]?"  # mpirun --tag-output
+    r"|\[rank: (?P<lightning>\d{1,5})\][ ]"  # Lightning's rank_prefixed_message
 )
 # A logging record's level, with the logger name before or after it: "ERROR:root:",
 # "ERROR: ", "trainer - ERROR - " (after its timestamp), loguru's
@@ -120,4 +121,4 @@ def _rank(line: str) -> tuple[int | None, str]:
     match = RANK_PREFIX.match(line)
     if not match:
         return None, line
-    return int(match["rank"] or match["mpi"]), line[match.end():]
+    return int(match["rank"] or match["mpi"] or match["lightning"]), line[match.end():]
