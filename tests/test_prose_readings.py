@@ -145,6 +145,12 @@ DESCRIPTIONS = [
     ("Nach 20 Epochen:\nloss: 0.6931\nloss: 0.6929\nloss: 0.6934\n", "training.loss_constant"),
     ("训练一个 10 分类的模型, 训练损失在下降, 但验证准确率一直是 10% 左右", "training.loss_constant"),
     ("Сеть на CIFAR-100 не обучается: точность 1% на каждой эпохе.", "training.loss_constant"),
+    ("エポックを重ねてもロスが全く下がりません", "training.loss_constant"),
+    ("학습을 30 에폭 돌려도 손실이 줄지 않아요", "training.loss_constant"),
+    ("Лосс не падает уже 20 эпох", "training.loss_constant"),
+    ("Después de 10 épocas la pérdida no baja", "training.loss_constant"),
+    ("Training on a single GPU with the default config, the losses turn nan after a while.",
+     "training.lr_too_high"),
     # NaN: the learning rate is the cause only when the text names it as the lever
     ("Switched the model to fp16 with autocast; now the loss is nan after a few hundred steps.",
      "numerics.nan_loss"),
