@@ -145,6 +145,10 @@ DESCRIPTIONS = [
     ("Nach 20 Epochen:\nloss: 0.6931\nloss: 0.6929\nloss: 0.6934\n", "training.loss_constant"),
     ("训练一个 10 分类的模型, 训练损失在下降, 但验证准确率一直是 10% 左右", "training.loss_constant"),
     ("Сеть на CIFAR-100 не обучается: точность 1% на каждой эпохе.", "training.loss_constant"),
+    # "decreases very little" is a slow loss; "goes down a little and then hovers" is not
+    ("The loss decreases very little from one epoch to the next.", "training.lr_too_low"),
+    ("the loss goes down a little and then just hovers around 0.69:\nloss: 0.700079\n"
+     "loss: 0.716837\nloss: 0.694084\nloss: 0.70559\n", "training.loss_constant"),
     ("エポックを重ねてもロスが全く下がりません", "training.loss_constant"),
     ("학습을 30 에폭 돌려도 손실이 줄지 않아요", "training.loss_constant"),
     ("Лосс не падает уже 20 эпох", "training.loss_constant"),

@@ -491,6 +491,21 @@ class _Link:
     text: str
     weight: float
     is_assertion: bool = False
+    is_warning: bool = False
+
+
+_WARNING_TYPE = re.compile(r"(\w{1,60}Warning): ")
+
+
+def _warning_links(parsed: object) -> list[_Link]:
+    """The warnings the parser found beside the error, each typed by its category."""
+    links = []
+    for warning in _value(_value(parsed, "extras") or {}, "warnings") or []:
+        typed = _WARNING_TYPE.match(str(warning))
+        if typed:
+            links.append(_Link(typed.group(1), str(warning)[typed.end():], OTHER_LINK_WEIGHT,
+                               is_warning=True))
+    return links
 
 
 def _links(parsed: object, paste: str = "") -> list[_Link]:
@@ -534,16 +549,18 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                     closed and pattern.literal[-1:] == "." and closed.lower().endswith(
                         pattern.literal)):
                 continue
+            searched = link.text
             found = pattern.search(link.text, any_case)
             if not found and unwrapped is not link.text:
-                found = pattern.search(unwrapped, any_case)
+                searched, found = unwrapped, pattern.search(unwrapped, any_case)
             if not found and closed and pattern.pattern.regex.endswith("\\."):
                 # The full stop that ends torch's sentence is what a quote drops first.
-                found = pattern.search(closed, any_case)
+                searched, found = closed, pattern.search(closed, any_case)
             if not found:
                 continue
+            link_type = link.exc_type or _typed_line(searched, found.start())
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
-                                                                      link.exc_type)
+                                                                      link_type)
             # A message retyped by hand in other letter case is a weaker sign: no type tier.
             type_agrees = type_agrees and not any_case
             # A kernel assertion names the failed bound itself: it is stronger evidence
@@ -629,6 +646,18 @@ _WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:
                            re.MULTILINE)
 
 
+# In text the parser read no error from (warnings only, a raw log), the type printed
+# before a message on its own line is that message's type: "UserWarning: volatile was
+# removed…" is a UserWarning whatever else the paste holds.
+_LINE_TYPE = re.compile(r"\b(\w{1,60}(?:Warning|Error|Exception)):[ \t]*$")
+
+
+def _typed_line(text: str, start: int) -> str | None:
+    line_start = text.rfind("\n", 0, start) + 1
+    found = _LINE_TYPE.search(text[max(line_start, start - 200):start])
+    return found.group(1) if found else None
+
+
 def _same_type(expected: str, actual: str | None) -> bool:
     if not actual:
         return False
@@ -640,6 +669,8 @@ def _pattern_reason(pattern: _CompiledPattern, type_agrees: bool, phase_agrees: 
     parts = [f"pattern {pattern.index + 1} matched"]
     if link.is_assertion:
         parts[0] += " the CUDA assertion line"
+    elif link.is_warning:
+        parts[0] += " a warning printed beside the error (the error itself is not recognised)"
     elif link.weight < 1.0:
         parts[0] += " another link of the exception chain (not the root cause)"
     if type_agrees:
@@ -733,6 +764,12 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                                          any_case=True))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
+        if not candidates and _value(parsed, "type") and links[0].text.strip():
+            # An error nothing recognises, printed after a warning the knowledge base
+            # knows (torch 0.4's "volatile was removed", then the TypeError of the
+            # attempted fix): the warning is the lead, weighed as a link that is not the
+            # root. A traceback cut before its error has no error to set beside it.
+            candidates = _match_patterns(index, _warning_links(parsed), phase, code)
     else:
         candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
                       or _match_messages(index, [tail]))
