@@ -124,6 +124,13 @@ def test_an_accuracy_away_from_chance_or_without_c_says_nothing(text):
     assert not [said for said in readings(text) if said.startswith("accuracy stuck")]
 
 
+def test_a_data_set_named_only_as_the_weights_origin_does_not_hide_ln_c():
+    text = "ImageNet-pretrained ResNet fine-tuned on my data: loss 2.302, loss 2.301, loss 2.303"
+    assert "loss stuck at ln(10), a uniform guess over 10 classes" in readings(text)
+    assert "loss stuck at ln(100), a uniform guess over 100 classes" in readings(
+        "CIFAR-100 from scratch, loss: 4.605 / 4.606 / 4.604")
+
+
 def test_nan_and_a_half_precision_setting_are_read_together_across_sentences():
     text = "Loss turns NaN after 30 epochs.\n- fine without torch.cuda.amp\n- fine on small data"
     assert "NaN under mixed precision" in readings(text)

@@ -185,13 +185,18 @@ def accuracy_values(text: str) -> list[float]:
 
 def class_count(text: str) -> int | None:
     """The number of classes a description gives, or the one its data set fixes."""
+    return _named_classes(text) or _dataset_classes(text)
+
+
+def _named_classes(text: str) -> int | None:
     named = extract_numbers(text).get("classes")
-    if named and int(named) > 1:
-        return int(named)
-    for pattern, count in _DATASET_CLASSES:
-        if pattern.search(text):
-            return count
-    return None
+    return int(named) if named and int(named) > 1 else None
+
+
+def _dataset_classes(text: str) -> int | None:
+    """A data set named is weaker evidence than a count: "ImageNet" is often only where
+    the weights came from."""
+    return next((count for pattern, count in _DATASET_CLASSES if pattern.search(text)), None)
 
 
 def _at_chance(accuracy: float, classes: int) -> bool:
@@ -203,7 +208,8 @@ def readings(text: str) -> list[str]:
     """What a description's numbers and identifiers say, as the phrases people write.
 
     - most of the last losses it reports sit at ln C, the loss of a uniform guess over
-      C classes (C read from the text, else the usual class counts and vocabularies);
+      C classes (C read from the text, else the data set's, else the usual class counts
+      and vocabularies);
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
@@ -213,16 +219,18 @@ def readings(text: str) -> list[str]:
     """
     text = bounded(text)
     said: list[str] = []
+    named, dataset = _named_classes(text), _dataset_classes(text)
     recent = [value for value in loss_values(text) if value > 0][-_RECENT_LOSSES:]
     if recent:
         typical = statistics.median(recent)
-        count = chance_classes(typical, class_count(text))
+        count = chance_classes(typical, named) if named else (
+            (dataset and chance_classes(typical, dataset)) or chance_classes(typical))
         near = sum(chance_classes(value, count) == count for value in recent) if count else 0
         if count is not None and near * 2 > len(recent):
             said.append(f"loss stuck at ln({count}), a uniform guess over {count} classes")
         if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:
             said.append(f"loss stuck at {typical:g}")
-    classes = class_count(text)
+    classes = named or dataset
     accuracies = accuracy_values(text)[-_RECENT_LOSSES:]
     if classes and accuracies and 2 * sum(_at_chance(a, classes) for a in accuracies) > len(
             accuracies):
