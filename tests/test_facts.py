@@ -166,3 +166,4 @@ def test_a_loss_a_tenth_off_ln_c_is_not_called_a_guess_by_either():
 
     assert "guessed_classes" not in derive(["log_classes"], {"loss": "2.25"})
     assert not any("uniform guess" in r for r in readings("loss: 2.25\nloss: 2.25\nloss: 2.25"))
+

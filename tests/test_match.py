@@ -610,3 +610,41 @@ def test_a_known_warning_beside_an_unrecognised_error_is_a_lead_not_a_certainty(
     assert top.entry.id == "autograd.volatile_removed"
     assert top.score < CONFIDENT
     assert "a warning printed beside the error" in top.reason
+
+
+OOM = entry(
+    "memory.cuda_oom",
+    patterns=[("RuntimeError", r"cuda runtime error \(2\) : out of memory")],
+    hypotheses=[Hypothesis(id="batch_too_large", statement="too big"),
+                Hypothesis(id="memory_leak", statement="grows", explained_by=["memory.growing"])],
+)
+GROWING = entry("memory.growing", symptoms=[r"\bmemory\b.{0,40}\bclimbs?\b"])
+FRAGMENTED = entry("memory.fragmented", symptoms=[r"\bmemory\b.{0,40}\bclimbs?\b"])
+
+
+def test_words_around_a_message_name_the_entry_that_explains_it():
+    kb = KnowledgeBase([OOM, GROWING, FRAGMENTED])
+    quoted = ('In a while(True) loop the GPU memory climbs until I get a '
+              '"RuntimeError: cuda runtime error (2) : out of memory".')
+    alone = diagnose('RuntimeError: cuda runtime error (2) : out of memory', kb).matches
+    matches = diagnose(quoted, kb).matches
+    # Only the entry the OOM's hypotheses name as their cause refines it, not any entry
+    # whose symptom the same words happen to hit.
+    assert [m.entry.id for m in matches] == ["memory.growing", "memory.cuda_oom"]
+    assert matches[1].score == round(alone[0].score - CONTESTED_PENALTY, 4)
+    assert not matches[0].confident
+    assert [m.entry.id for m in alone] == ["memory.cuda_oom"]
+
+
+def test_the_message_itself_does_not_refine_its_own_entry():
+    kb = KnowledgeBase([OOM, entry("memory.growing", symptoms=[r"\bout of memory\b"])])
+    paste = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+             "    out = model(x)\nRuntimeError: cuda runtime error (2) : out of memory\n")
+    assert [m.entry.id for m in diagnose(paste, kb).matches] == ["memory.cuda_oom"]
+
+
+def test_a_failure_at_the_start_of_a_phase_is_not_refined_into_growth():
+    kb = KnowledgeBase([OOM, GROWING])
+    paste = ('Validation starts and the GPU memory climbs to the limit: '
+             '"RuntimeError: cuda runtime error (2) : out of memory".')
+    assert [m.entry.id for m in diagnose(paste, kb).matches] == ["memory.cuda_oom"]

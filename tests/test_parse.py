@@ -429,3 +429,16 @@ def test_a_backend_failure_keeps_the_error_it_wraps_in_its_message():
     parsed = parse_traceback(paste)
     assert parsed.type == "BackendCompilerFailed"
     assert parsed.message.endswith("RuntimeError: Compiler: cc is not found.")
+
+
+def test_a_message_line_ending_in_a_colon_continues_past_the_blank_line_torch_prints():
+    # torch >= 2.6 prints the weights-only refusal's reason after a blank line.
+    paste = ("Traceback (most recent call last):\n"
+             '  File "load.py", line 3, in <module>\n'
+             '    state = torch.load("ckpt.pt")\n'
+             "_pickle.UnpicklingError: Weights only load failed. Please file an issue with the "
+             "following so that we can make `weights_only=True` compatible with your use case: "
+             "WeightsUnpickler error: \n\nUnsupported operand 4\n\n"
+             "Check the documentation of torch.load to learn more.\n\nI am stuck here.\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message.endswith("WeightsUnpickler error:\nUnsupported operand 4")

@@ -19,6 +19,7 @@ from torchdoctor.symptoms import (
     extract_numbers,
     learning_rates,
     loss_values,
+    memory_levels_off,
     readings,
 )
 
@@ -138,6 +139,21 @@ def test_nan_and_a_half_precision_setting_are_read_together_across_sentences():
     assert "NaN under mixed precision" not in readings("switched to fp16, 2x faster")
 
 
+@pytest.mark.parametrize(("text", "levels_off"), [
+    # counted readings whose growth per step slows down: the allocator's reserve filling up
+    ("about 3200mb at iter 99, 7000mb at iter 219, 10gb at iter 5199", True),
+    ("900 MB after epoch 1, 1.300 MB after epoch 3, 1.700 MB around epoch 160", True),
+    ("2934M -- 4413M -- 4433M -- 4537M -- 4537M -- 4537M", True),
+    # a leak: the same growth every step, or readings climbing to the card's total
+    ("1000MB at step 10, 2000MB at step 20, 3000MB at step 30", False),
+    ("1906MiB -> 5202MiB -> 8108MiB of 8111MiB in nvidia-smi", False),
+    ("1000M -- 2000M -- 3000M", False),
+])
+def test_memory_readings_that_level_off_are_told_from_steady_growth(text, levels_off):
+    assert memory_levels_off(text) is levels_off
+    assert ("readings level off at a plateau" in readings(text)) is levels_off
+
+
 def top(text: str) -> str | None:
     diagnosis = diagnose(text, KB)
     return diagnosis.matches[0].entry.id if diagnosis.matches else None
@@ -189,6 +205,34 @@ DESCRIPTIONS = [
     ("训练时显存一直往上涨，几个 epoch 之后程序就崩了", "memory.growing"),
     ("nvidia-smi still shows 900MiB after del model and torch.cuda.empty_cache()",
      "memory.cuda_context_reserved"),
+    # readings that climb and then flatten: the allocator's reserve, not a leak
+    ("nvidia-smi: 2100MiB at step 100, 5400MiB at step 300, 6000MiB at step 9000",
+     "memory.caching_allocator"),
+    ("GPU memory keeps growing: 2100MiB at step 100, 4100MiB at step 200, 6100MiB at step 300",
+     "memory.growing"),
+    # varying sizes are a cuDNN speed question only when the text speaks of speed
+    ("My sequences have different lengths and GPU memory climbs every step until nothing is left.",
+     "memory.growing"),
+    ("Training with different input sizes got much slower after turning benchmark mode on.",
+     "training.cudnn_benchmark_varying_shapes"),
+    # an error quoted in prose: the words around it say how it came about
+    ("Inference on one image at a time: after 40 images it stops with CUDA error: out of memory",
+     "memory.growing"),
+    # hangs: the workers decide against DDP start-up, a collective later on against both
+    ("With DDP and num_workers=8 training hangs in the first epoch; with num_workers=0 it runs.",
+     "dataloader.hang"),
+    ("dist.barrier() hangs under DDP after the evaluation that only rank 0 runs",
+     "distributed.collective_timeout"),
+    ("torchrun with NCCL hangs at initialization on two nodes", "distributed.ddp_startup_hang"),
+    ("Every few hours the training just stalls; since I lowered num_workers it happens less.",
+     "dataloader.hang"),
+    # the loader told in words
+    ("Appending every batch from the loader to a list, the job runs out of file descriptors "
+     "after a while.", "dataloader.too_many_open_files"),
+    ("The Keras version of this CNN takes 40 s per epoch, mine in PyTorch 3 minutes.",
+     "dataloader.input_bottleneck"),
+    ("RAM goes up with the number of workers: each worker seems to keep its own copy of my "
+     "2 GB array.", "dataloader.shared_memory_accounting"),
     # gradients
     ("The grad norm keeps getting bigger every step until it is inf.",
      "numerics.exploding_gradients"),

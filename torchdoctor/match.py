@@ -773,6 +773,8 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     else:
         candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
                       or _match_messages(index, [tail]))
+    if candidates:
+        _refine_by_prose(index, candidates, _prose_around(parsed, tail))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and (_value(parsed, "type") is None
@@ -793,6 +795,70 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     if not matches:
         _add_similar(diagnosis, index, similar.query_text(parsed, tail), prose_fields, message)
     return diagnosis
+
+
+def _prose_around(parsed: object, text: str) -> str:
+    """What the person wrote around the error: the paste without its traceback's frame
+    lines and without the message's own words (those the message's entry read)."""
+    if parsed is None or _value(parsed, "type") is None:
+        return text  # no error line: the "message" is the person's own sentence
+    said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
+                   if line.strip()}, key=len, reverse=True)
+    frames = _value(parsed, "frames") or []
+    shown = {str(_value(frame, "file") or "") for frame in frames} - {""}
+    codes = {str(_value(frame, "code") or "").strip() for frame in frames} - {""}
+    kept = []
+    for line in text.splitlines():
+        if _TRACEBACK_HEAD.match(line) or line.strip() in codes or any(
+                path in line for path in shown):
+            continue
+        for part in said:
+            line = line.replace(part, " ")
+        kept.append(line)
+    return "\n".join(kept)
+
+
+_TRACEBACK_HEAD = re.compile(r"\s*Traceback \(most recent call last\)")
+
+
+# A failure placed at the start of a phase (validation starts and memory climbs) is that
+# phase's working set meeting the limit, not something that built up over the run.
+_PHASE_START = re.compile(
+    r"\b(?:(?:validation|evaluation|eval|testing|test loop)\s+(?:starts|begins|started|began)"
+    r"|(?:as soon as|when|once|right after)\s+(?:the\s+)?(?:validation|evaluation|eval|testing)"
+    r"\s+(?:starts|begins|started|began|kicks in))\b", re.IGNORECASE)
+
+
+def _refine_by_prose(index: MatchIndex, candidates: list[_Candidate], prose: str) -> None:
+    """A message says what failed; the words around it may say how it came about.
+
+    The entry a message names may declare, in its hypotheses' ``explained_by``, the
+    entries whose causes produce it (a CUDA OOM after memory grew step by step, missing
+    keys that a ``torch.compile`` prefix renamed). When the person's own words around
+    the message match the symptoms of one of those ("memory climbs until", "_orig_mod"),
+    it is the more specific reading of the same failure: it ranks just above the
+    message's entry, and both lose ``CONTESTED_PENALTY``, since two readings compete.
+    Not when the words place the failure at the start of a phase (``_PHASE_START``).
+    """
+    top = max(candidates, key=lambda c: (c.score, str(c.entry.id)))
+    causes = {str(ref).split("/", 1)[0]
+              for hypothesis in _value(top.entry, "hypotheses") or []
+              for ref in _value(hypothesis, "explained_by") or []}
+    known = {str(c.entry.id) for c in candidates}
+    refining = [entry for entry in index.symptom_entries
+                if str(entry.id) in causes and str(entry.id) not in known]
+    if _PHASE_START.search(bounded(prose)):
+        return  # the failure came with the phase's own working set, which the message names
+    found = symptoms.match_symptoms(prose, refining) if refining and prose.strip() else []
+    if not found:
+        return
+    best = found[0]
+    for candidate in candidates:
+        candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
+    reason = (f"the words around the message say how it came about ({len(best.matched)} of "
+              f"{best.total} symptom phrases matched); {top.entry.id} names what failed")
+    candidates.append(_Candidate(best.entry, round(top.score + 0.01, 4), reason,
+                                 dict(best.fields)))
 
 
 def _add_similar(diagnosis: Diagnosis, index: MatchIndex, query: str, prose_fields: dict,

@@ -18,6 +18,7 @@ those phrases beside the text, so one regex serves both.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import statistics
 from collections.abc import Iterable
@@ -145,6 +146,64 @@ _HALF_PRECISION = re.compile(
     r"half[ _-]precision)\b|\.half\(\)", re.IGNORECASE)
 
 
+# A memory reading: "3200mb", "10gb", "4537M", "1.300 MB" (a thousands dot: nobody gives
+# megabytes to three decimals); not the card's total ("of 8111MiB", "/ 11GB").
+_MEMORY_VALUE = re.compile(r"(?<![\d.,])(?<!\bof )(?<!/)(?<!/ )(\d{1,6})(?:([.,])(\d{1,3}))?\s?(mib|mb|m|gib|gb|g)\b",
+                           re.IGNORECASE)
+_MEMORY_COUNTER = re.compile(r"\b(?:iter|iteration|step|epoch|batch)(?:es|s)?\s*#?\s*(\d{1,9})\b",
+                             re.IGNORECASE)
+# A clause of a sentence or log: one reading and the counter it was taken at.
+_CLAUSE_END = re.compile(r"[,;]|\.\s|\s--?\s|->|→")
+# Readings after a rise that stay within this share of each other have stopped growing.
+_PLATEAU_SPREAD = 0.02
+# A growth rate per counter step this many times slower at the end than at the start.
+_SLOWED = 4.0
+
+
+def _megabytes(found: re.Match[str]) -> float:
+    whole, mark, part, unit = found.groups()
+    if part is None:
+        value = float(whole)
+    elif unit.lower() in ("mb", "mib", "m") and mark == "." and len(part) == 3 or mark == ",":
+        value = float(whole + part) if len(part) == 3 else float(f"{whole}.{part}")
+    else:
+        value = float(f"{whole}.{part}")
+    return value * 1024 if unit.lower().startswith("g") else value
+
+
+def memory_levels_off(text: str) -> bool:
+    """Whether three or more memory readings rise and then stop rising.
+
+    PyTorch's caching allocator keeps the blocks it freed and reserves more only when a
+    step needs a size it has not cached, so what nvidia-smi shows rises over the first
+    steps (and with each new input size), ever more rarely, up to the largest working
+    set. A leak grows by about the same amount every step. Readings taken at counted
+    steps ("3200mb at iter 99, 7000mb at iter 219, 10gb at iter 5199") level off when the
+    last interval grows ``_SLOWED`` times slower per step than the first; readings with
+    no counter, when the last ones repeat after a rise.
+    """
+    pairs, series = [], []
+    for line in bounded(text).splitlines():
+        values = []
+        for clause in _CLAUSE_END.split(line):
+            amounts = [_megabytes(found) for found in _MEMORY_VALUE.finditer(clause)]
+            values.extend(amounts)
+            counters = _MEMORY_COUNTER.findall(clause)
+            if len(amounts) == 1 and len(counters) == 1:
+                pairs.append((int(counters[0]), amounts[0]))
+        series.append(values)
+    if len(pairs) >= 3 and all(a[0] < b[0] for a, b in itertools.pairwise(pairs)):
+        (s0, m0), (s1, m1), (s2, m2) = pairs[0], pairs[1], pairs[-1]
+        if m0 < m1 <= pairs[-2][1] <= m2:
+            first = (m1 - m0) / (s1 - s0)
+            last = (m2 - pairs[-2][1]) / (s2 - pairs[-2][0])
+            return last * _SLOWED < first
+    # A line of readings with no counters ("2934M -- 4413M -- 4537M -- 4537M").
+    return any(len(values) >= 3 and values[0] < values[-1] * (1 - 5 * _PLATEAU_SPREAD)
+               and 0 <= values[-1] - values[-2] <= _PLATEAU_SPREAD * values[-1]
+               for values in series)
+
+
 def learning_rates(text: str) -> list[float]:
     """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001")."""
     return [float(found.group(1)) for found in _LR_VALUE.finditer(bounded(text))]
@@ -242,6 +301,8 @@ def readings(text: str) -> list[str]:
         said.append("loss tensor accumulated without .item()")
     if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
+    if memory_levels_off(text):
+        said.append("readings level off at a plateau")
     return said
 
 

@@ -277,7 +277,9 @@ class TracebackScanner:
         """Message lines run until a blank line, a new record, or the next traceback.
 
         A blank line only continues the message when C++ frames follow it, which is how
-        torch prints ``Exception raised from ...``.
+        torch prints ``Exception raised from ...``, or when the line before it ends in a
+        colon that announces the rest (torch >= 2.6: ``WeightsUnpickler error: `` then a
+        blank line, then ``Unsupported global: ...``).
         """
         lines = [first.rstrip()] if first.strip() else []
         worker_inner = WORKER_WRAPPER.fullmatch(first.strip()) is not None
@@ -296,7 +298,10 @@ class TracebackScanner:
                 break
             if not stripped:
                 following = self._next_non_blank(index + 1)
-                if following is None or not CPP_LINE.match(self.texts[following].strip()):
+                announced = bool(lines) and lines[-1].rstrip().endswith(":") and (
+                    following is not None and not self.records[following])
+                if following is None or not (CPP_LINE.match(self.texts[following].strip())
+                                             or announced):
                     break
                 index = following
                 continue
