@@ -194,6 +194,8 @@ DESCRIPTIONS = [
      "training.cudnn_benchmark_off"),
     ("With cudnn.benchmark = True and images of varying sizes every step is slow.",
      "training.cudnn_benchmark_varying_shapes"),
+    ("We set cudnn benchmark to False by default: benchmark mode kept re-running whenever the "
+     "input sizes varied.", "training.cudnn_benchmark_varying_shapes"),
     ("With torch 2.1 the validation accuracy is 2% lower than with torch 1.13, same seed and "
      "data.", "other.nondeterminism"),
     ("PyTorch 1.3 training is much slower than PyTorch 1.0 with the same code",
