@@ -33,16 +33,17 @@ FLOOR_TOP3_ENTRY = 0.93
 # hardest pastes, so a share of those alone no longer says how often help is shown.)
 CEILING_NOTHING_MATCHED = 0.01
 FLOOR_SHOWN_IN_FIRST_THREE = 0.94
-MIN_CASES = 1175
+MIN_CASES = 1284
 # A top match scoring at least match.CONFIDENT is worded "probably": it must be right
 # this often, for at least this share of all cases.
 FLOOR_CONFIDENT_PRECISION = 0.95
 FLOOR_CONFIDENT_COVERAGE = 0.49
 # The held-out pastes of tests/corpus_unseen/ (none of them was looked at while the
-# patterns were written): fewer cases, so a floor two points under the figure.
-FLOOR_UNSEEN_TOP1_CATEGORY = 0.87
-FLOOR_UNSEEN_TOP1_ENTRY = 0.80
-MIN_UNSEEN_CASES = 47
+# patterns were written): fewer cases, so a floor two points under the figure. The
+# set was renewed (see its README), so these are the new set's floors, not the old one's.
+FLOOR_UNSEEN_TOP1_CATEGORY = 0.61
+FLOOR_UNSEEN_TOP1_ENTRY = 0.59
+MIN_UNSEEN_CASES = 55
 
 _SCORE = """
 import json, sys
