@@ -146,3 +146,68 @@ def test_counter_example_does_not_rank_its_entry_first(entry_id, raised):
     text = raised[f"{entry_id}:counter"]
     ranked = _top(text) if text else []  # a near miss that raises nothing ranks nothing
     assert not ranked or ranked[0] != entry_id, f"{entry_id} ranked first for:\n{text[-1500:]}"
+
+
+# --- raising sites ------------------------------------------------------------------
+
+SITE_CASES = [(entry.id, site) for entry in KB.entries for site in entry.raised_in]
+
+
+def _installed_function(site: str):
+    """The function a site names in the installed torch's source, or None where this
+    torch no longer has it (a site of older releases)."""
+    import ast
+    import importlib.util
+
+    path, name = site.rsplit(":", 1)
+    package = Path(importlib.util.find_spec("torch").origin).parent.parent
+    source = package / path
+    if not source.is_file():
+        return None
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    return next((node for node in ast.walk(tree)
+                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                 and node.name == name), None)
+
+
+def _raised_texts(function) -> list[str]:
+    """'Type: message' of each user-facing raise in a function (internal
+    AssertionError invariants left out), an f-string's values written as 1."""
+    import ast
+
+    texts = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+            continue
+        name = getattr(node.exc.func, "id", None) or getattr(node.exc.func, "attr", "")
+        if name == "AssertionError":
+            continue
+        argument = node.exc.args[0] if node.exc.args else None
+        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+            texts.append(f"{name}: {argument.value}")
+        elif isinstance(argument, ast.JoinedStr):
+            texts.append(f"{name}: " + "".join(
+                part.value if isinstance(part, ast.Constant) else "1" for part in argument.values))
+        else:
+            texts.append(f"{name}: <a message built at run time>")
+    return texts
+
+
+def test_raising_sites_belong_to_one_entry_each():
+    sites = [site for _, site in SITE_CASES]
+    assert len(sites) == len(set(sites))
+
+
+@pytest.mark.parametrize("entry_id", sorted({entry_id for entry_id, _ in SITE_CASES}))
+def test_every_raise_at_an_entrys_raising_site_is_that_entrys_error(entry_id):
+    entry = KB.by_id[entry_id]
+    found = {site: _installed_function(site) for site in entry.raised_in}
+    # Sites of older releases may be gone; the installed torch must still have one.
+    assert any(found.values()), f"none of {entry.raised_in} is in the installed torch"
+    for site, function in found.items():
+        if function is None:
+            continue
+        texts = _raised_texts(function)
+        assert texts, f"{site} raises nothing"
+        for text in texts:
+            assert _top(text)[:1] == [entry_id], f"{site} raises {text!r}, not {entry_id}'s"

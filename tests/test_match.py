@@ -612,6 +612,146 @@ def test_a_known_warning_beside_an_unrecognised_error_is_a_lead_not_a_certainty(
     assert "a warning printed beside the error" in top.reason
 
 
+DESERIALIZE_GONE = entry("device.no_gpu_checkpoint", patterns=[("RuntimeError", (
+    r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) "
+    r"is False"))], messages=[
+    "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+    "If you are running on a CPU-only machine, please use torch.load with map_location="
+    "torch.device('cpu') to map your storages to the CPU."])
+DESERIALIZE_INDEX = Entry(
+    id="device.checkpoint_index", title="t", category="device",
+    patterns=[Pattern(type="RuntimeError", regex=(
+        r"Attempting to deserialize object on CUDA device (?P<device_index>\d+) but "
+        r"torch\.cuda\.device_count\(\) is (?P<device_count>\d+)"), unless=r"count\(\) is 0\b")],
+    messages=["Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() "
+              "is 1. Please use torch.load with map_location to map your storages to an "
+              "existing device."],
+    hypotheses=[Hypothesis(id="h", statement="s")])
+
+
+@pytest.mark.parametrize("paste, expected", [
+    # a space lost between two words
+    ("RuntimeError: Attempting todeserialize object on a CUDA device but "
+     "torch.cuda.is_available() is False.\n", "device.no_gpu_checkpoint"),
+    # the opening word retold, the numbers of this run kept
+    ("loading fails with RuntimeError: Trying to deserialize object on CUDA device 2 but "
+     "torch.cuda.device_count() is 2\n", "device.checkpoint_index"),
+    # letters in the wrong case and a word split in two
+    ("RuntimeError: attempting to deserialize object on a cuda device but "
+     "torch.cuda.is_ available() is false\n", "device.no_gpu_checkpoint"),
+])
+def test_a_retyped_message_is_recognised_through_the_stored_wording_it_follows(paste, expected):
+    [match] = diagnose(paste, kb(DESERIALIZE_GONE, DESERIALIZE_INDEX)).matches
+    assert match.entry.id == expected
+    assert int(match.score) == int(TIER_MESSAGE)
+    assert "retyped" in match.reason
+
+
+def test_a_retyped_message_keeps_its_own_numbers_so_the_patterns_still_tell_siblings_apart():
+    # device_count() is 0: the index entry's pattern refuses it, and the other entry's
+    # pattern does not hold "device 0": a retold wording recognises nothing it does not say.
+    paste = ("RuntimeError: Trying to deserialize object on CUDA device 0 but "
+             "torch.cuda.device_count() is 0\n")
+    assert diagnose(paste, kb(DESERIALIZE_INDEX)).matches == []
+    [match] = diagnose(paste.replace("0", "3"), kb(DESERIALIZE_INDEX)).matches
+    assert (match.fields["device_index"], match.fields["device_count"]) == ("3", "3")
+
+
+def test_a_message_that_shares_only_a_few_words_with_a_wording_is_not_retyped_from_it():
+    paste = "RuntimeError: cannot deserialize the config on this device, torch says False\n"
+    assert diagnose(paste, kb(DESERIALIZE_GONE, DESERIALIZE_INDEX)).matches == []
+
+
+def test_the_folders_of_a_path_do_not_make_an_unrecognised_paste_resemble_an_entry():
+    from torchdoctor.similar import query_text, tokens
+
+    installed = entry("device.library_missing", patterns=[(None, r"never matches this")],
+                      messages=["libcudnn.so.8: cannot open shared object file in "
+                                "/home/u/anaconda3/lib/python3.8/site-packages/torch/lib"])
+    conv = entry("device.conv_weight", patterns=[(None, r"never matches this either")],
+                 messages=["conv forward got its input on another device than its weight"])
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/home/u/anaconda3/envs/x/lib/python3.8/site-packages/torch/nn/modules/'
+             'conv.py", line 446, in forward\n'
+             "    return self._conv_forward(input, self.weight, self.bias)\n"
+             "see C:\\Users\\u\\anaconda3\\lib\\site-packages\\torch\\nn\\modules\\conv.py\n")
+    words = set(tokens(query_text(None, paste)))
+    assert {"anaconda3", "packages", "site", "home", "users"}.isdisjoint(words)
+    assert "conv" in words
+    diagnosis = diagnose(paste, kb(installed, conv))
+    assert [m.entry.id for m in diagnosis.similar] == ["device.conv_weight"]
+
+
+UNSCALE_FP16 = Entry(
+    id="dtype.scaler_fp16", title="t", category="dtype",
+    patterns=[Pattern(type="ValueError", regex=r"Attempting to unscale FP16 gradients")],
+    raised_in=["torch/amp/grad_scaler.py:_unscale_grads_"],
+    hypotheses=[Hypothesis(id="h", statement="s")])
+CUT_AT_SITE = (
+    "Traceback (most recent call last):\n"
+    '  File "train.py", line 40, in step\n'
+    "    scaler.unscale_(optimizer)\n"
+    '  File "{root}/torch/amp/grad_scaler.py", line 337, in unscale_\n'
+    '    optimizer_state["found_inf_per_device"] = self._unscale_grads_(\n'
+    '  File "{root}/torch/amp/grad_scaler.py", line 259, in _unscale_grads_\n'
+    '    raise ValueError("\n')
+
+
+@pytest.mark.parametrize("root", ["/opt/env/lib/python3.11/site-packages",
+                                  "C:\\Python311\\Lib\\site-packages"])
+def test_a_traceback_cut_before_its_message_at_an_entrys_raising_site_names_it(root):
+    paste = CUT_AT_SITE.format(root=root)
+    if "\\" in root:
+        paste = paste.replace("/torch/amp/", "\\torch\\amp\\")
+    [match] = diagnose(paste, kb(UNSCALE_FP16)).matches
+    assert match.entry.id == "dtype.scaler_fp16" and int(match.score) == int(TIER_MESSAGE)
+    assert "_unscale_grads_" in match.reason
+
+
+def test_a_traceback_cut_one_frame_earlier_names_the_site_its_last_line_calls():
+    paste = CUT_AT_SITE.format(root="/env/site-packages").rsplit('  File "', 1)[0]
+    [match] = diagnose(paste, kb(UNSCALE_FP16)).matches
+    assert match.entry.id == "dtype.scaler_fp16"
+
+
+def test_a_function_of_that_name_in_another_file_is_no_raising_site():
+    paste = CUT_AT_SITE.format(root="/env/site-packages").replace(
+        "torch/amp/grad_scaler.py", "myproject/grad_scaler.py")
+    assert diagnose(paste, kb(UNSCALE_FP16)).matches == []
+    # and a traceback that kept its message is matched on the message, not the site
+    kept = CUT_AT_SITE.format(root="/env") + "ValueError: something else entirely\n"
+    assert diagnose(kept, kb(UNSCALE_FP16)).matches == []
+
+
+def test_a_retyped_message_follows_todays_wording_written_out_from_its_pattern():
+    from torchdoctor.retyped import PLACEHOLDER, wordings_of
+
+    batch = entry("shape.loss_batch", patterns=[("ValueError", (
+        r"Expected input batch_size(?: \((?P<input_batch>\d+)\))? to match target "
+        r"batch_size(?: \((?P<target_batch>\d+)\))?"))])
+    assert wordings_of(batch.patterns[0].regex) == [
+        "Expected input batch_size to match target batch_size",
+        f"Expected input batch_size ({PLACEHOLDER}) to match target batch_size ({PLACEHOLDER})"]
+    # "batch size" for batch_size, in both places; the sizes are the message's own
+    [match] = diagnose("ValueError: Expected input batch size (32) to match target batch "
+                       "size (64).\n", kb(batch)).matches
+    assert (match.entry.id, int(match.score)) == ("shape.loss_batch", int(TIER_MESSAGE))
+    assert (match.fields["input_batch"], match.fields["target_batch"]) == ("32", "64")
+    [match] = diagnose("RuntimeError: mat1 and mat2 shape cannot be multiplied (64x512 and "
+                       "256x10)\n", kb(LINEAR)).matches
+    assert (match.fields["features"], match.fields["in_features"]) == ("512", "256")
+
+
+def test_a_word_mistyped_by_a_letter_still_lines_up_but_a_value_does_not():
+    paste = ("RuntimeError: Atempting to deserialize objet on a CUDA device but "
+             "torch.cuda.is_available() is False.\n")
+    [match] = diagnose(paste, kb(DESERIALIZE_GONE)).matches
+    assert match.entry.id == "device.no_gpu_checkpoint" and "retyped" in match.reason
+    # another device is a value the message reports, never rewritten into the wording's
+    assert diagnose(paste.replace("CUDA device", "MPS device").replace("cuda.", "mps."),
+                    kb(DESERIALIZE_GONE)).matches == []
+
+
 OOM = entry(
     "memory.cuda_oom",
     patterns=[("RuntimeError", r"cuda runtime error \(2\) : out of memory")],

@@ -618,3 +618,15 @@ def test_an_error_whose_message_the_paste_lost_is_read_from_what_the_prose_says(
     assert parse_traceback(paste).message == ""
     assert diagnosis.matches[0].entry.id == "numerics.nan_loss"
     assert "symptom" in diagnosis.matches[0].reason
+
+
+@pytest.mark.parametrize("paste", [
+    "RuntimeError: CUDA out of memory.\n",
+    "torch.cuda.OutOfMemoryError: CUDA out of memory\n",
+    'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+    "    loss.backward()\nRuntimeError: CUDA out of memory.\n",
+])
+def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
+    """People often paste only the first sentence of the OOM message; the
+    allocator's figures are lost, the cause is not."""
+    assert top(paste, kb) == "memory.cuda_oom"

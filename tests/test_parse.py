@@ -431,6 +431,50 @@ def test_a_backend_failure_keeps_the_error_it_wraps_in_its_message():
     assert parsed.message.endswith("RuntimeError: Compiler: cc is not found.")
 
 
+def test_output_printed_between_the_frames_neither_ends_them_nor_becomes_their_code():
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "evaluate.py", line 90, in <module>\n'
+        "reading 500 images from disk\n"
+        "building the index...\n"
+        "    run()\n"
+        '  File "evaluate.py", line 71, in run\n'
+        "    scores = model(batch)\n"
+        '  File "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, '
+        "in _call_impl\n"
+        "    return forward_call(*args, **kwargs)\n"
+        '  File "/work/net.py", line 33, in forward\n'
+        "    x = self.stem(x)\n")
+    parsed = parse_traceback(paste)
+    assert [(f.line, f.code) for f in parsed.frames] == [
+        (90, None), (71, "scores = model(batch)"), (1501, "return forward_call(*args, **kwargs)"),
+        (33, "x = self.stem(x)")]
+    assert parsed.user_frame.code == "x = self.stem(x)" and parsed.phase == "forward"
+
+
+def test_a_second_trace_starting_over_after_other_output_is_not_joined_to_the_first():
+    # Two processes printing at once: the second trace begins at the same outermost frame.
+    paste = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 200, in <module>\n'
+        "rank 1: CUDA error: invalid device ordinal\n"
+        '  File "train.py", line 200, in <module>\n'
+        "    main()\n"
+        '  File "train.py", line 150, in main\n'
+        "    setup(rank)\n"
+        "RuntimeError: CUDA error: invalid device ordinal\n")
+    parsed = parse_traceback(paste)
+    assert [f.line for f in parsed.frames] == [200, 150]
+    assert parsed.type == "RuntimeError"
+
+
+def test_an_exception_retyped_in_prose_without_the_space_after_its_colon_is_read():
+    parsed = parse_traceback("训练时报错（ValueError:Attempting to unscale FP16 gradients.），"
+                             "怎么办？\n")
+    assert (parsed.type, parsed.message.rstrip(")")) == (
+        "ValueError", "Attempting to unscale FP16 gradients.")
+
+
 def test_a_message_line_ending_in_a_colon_continues_past_the_blank_line_torch_prints():
     # torch >= 2.6 prints the weights-only refusal's reason after a blank line.
     paste = ("Traceback (most recent call last):\n"

@@ -172,6 +172,10 @@ def _entry_section(entry: Entry) -> list[str]:
         lines += ["**Older wordings**, matched as text:", ""]
         lines += [f"- {_code(m)}" for m in entry.messages]
         lines.append("")
+    if entry.raised_in:
+        lines += ["**Raised only in** (a traceback cut before its message that ends here):", ""]
+        lines += [f"- {_code(site)}" for site in entry.raised_in]
+        lines.append("")
     if entry.symptoms:
         lines += ["**Symptoms** (regex searched in prose, ignoring case):", ""]
         lines += [f"- {_code(s.regex)}" for s in entry.symptoms]

@@ -67,6 +67,7 @@ ENTRY_KEYS = (
     "example",
     "counter_example",
     "example_requires",
+    "raised_in",
     "hypotheses",
     "references",
 )
@@ -80,6 +81,8 @@ PROBE_KEYS = ("name", "params")
 FIX_KEYS = ("summary", "before", "after")
 
 _SLUG = re.compile(r"[a-z0-9_]+\Z")
+# A raising site: a library file's path from its package's folder, and a function in it.
+RAISE_SITE = re.compile(r"[A-Za-z_][\w.-]*(?:/[\w.-]+)*\.py:[A-Za-z_]\w*")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONDITION_INDEX = re.compile(r"condition (\d+): ")
 _CACHE_FORMAT = 2
@@ -176,6 +179,9 @@ class Entry:
     # What the example needs beyond a CPU build of torch ("cuda"); without
     # it the example is skipped and the entry's `messages` carry the text.
     example_requires: str | None = None
+    # Library functions ("torch/amp/grad_scaler.py:_unscale_grads_") whose every raise is
+    # this entry's error: a traceback cut before its message that ends there is this one.
+    raised_in: list[str] = field(default_factory=list)
     hypotheses: list[Hypothesis] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     file: str = ""
@@ -482,6 +488,7 @@ class _FileChecker:
             self.error(_field_line(raw, "example_requires"),
                        f"{label}: example_requires must be one of {', '.join(EXAMPLE_REQUIREMENTS)}")
         messages = self._messages(raw, label, patterns)
+        raised_in = self._raised_in(raw, label)
         derive = self._derive(raw, label)
         references = self._strings(raw, "references", label)
         names = set(PROSE_FIELDS) if _nonempty_list(raw.get("symptoms")) else set()
@@ -505,6 +512,7 @@ class _FileChecker:
             example=raw.get("example"),
             counter_example=raw.get("counter_example"),
             example_requires=raw.get("example_requires"),
+            raised_in=raised_in,
             hypotheses=hypotheses,
             references=references,
             file=self.file,
@@ -626,6 +634,17 @@ class _FileChecker:
                 self.error(_item_line(items, items.index(name)),
                            f"{label}: derived fact {name!r} needs {' or '.join(needs)}, which no "
                            f"pattern captures")
+
+    def _raised_in(self, raw: dict, label: str) -> list[str]:
+        sites = self._strings(raw, "raised_in", label)
+        if sites and "patterns" not in raw:
+            self.error(_field_line(raw, "raised_in"), f"{label}: 'raised_in' needs 'patterns'")
+        for index, site in enumerate(sites):
+            if not RAISE_SITE.fullmatch(site):
+                self.error(_item_line(raw.get("raised_in"), index),
+                           f"{label}: 'raised_in' items are 'path/of/file.py:function', "
+                           f"got {site!r}")
+        return [site for site in sites if RAISE_SITE.fullmatch(site)]
 
     def _strings(self, raw: dict, key: str, label: str) -> list[str]:
         items = raw.get(key)

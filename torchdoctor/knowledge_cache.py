@@ -18,7 +18,7 @@ from typing import Any
 from torchdoctor import private_cache
 from torchdoctor.knowledge import Entry, Fix, Hypothesis, KBError, KnowledgeBase, Pattern
 
-FORMAT = 3
+FORMAT = 4
 
 
 class _Foreign(Exception):
@@ -65,6 +65,7 @@ def _dump_entry(entry: Entry) -> dict:
         "symptoms": [_dump_pattern(p) for p in entry.symptoms],
         "derive": entry.derive, "example": entry.example,
         "counter_example": entry.counter_example, "example_requires": entry.example_requires,
+        "raised_in": entry.raised_in,
         "hypotheses": [_dump_hypothesis(h) for h in entry.hypotheses],
         "references": entry.references, "file": entry.file, "line": entry.line,
     }
@@ -110,6 +111,7 @@ def _entry(raw: Any) -> Entry:
         example=_optional_text(raw["example"]),
         counter_example=_optional_text(raw["counter_example"]),
         example_requires=_optional_text(raw["example_requires"]),
+        raised_in=_texts(raw["raised_in"]),
         hypotheses=[_hypothesis(h) for h in _list(raw["hypotheses"])],
         references=_texts(raw["references"]),
         file=_text(raw["file"]), line=_number(raw["line"]),

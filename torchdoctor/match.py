@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchdoctor import facts as derived_facts
-from torchdoctor import private_cache, similar, symptoms
+from torchdoctor import private_cache, retyped, similar, symptoms
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import quoted_conditions
@@ -191,6 +191,8 @@ class MatchIndex:
         self.entries = list(entries)
         self.patterns: list[_CompiledPattern] = []
         self.messages: list[_CompiledMessage] = []
+        self._messages_printed: list[str] = []  # the stored messages as torch printed them
+        self._wordings: list[str] | None = None  # built on first retyped message
         known = _LiteralCache.load()
         for entry in self.entries:
             for index, pattern in enumerate(getattr(entry, "patterns", None) or []):
@@ -199,8 +201,11 @@ class MatchIndex:
                                                       pattern, literal, specificity))
             for message in getattr(entry, "messages", None) or []:
                 self.messages.append(_CompiledMessage(entry, _normalise(str(message))))
+                self._messages_printed.append(str(message))
         known.save()
         self.symptom_entries = [e for e in self.entries if getattr(e, "symptoms", None)]
+        self.raise_sites = [(entry, site) for entry in self.entries
+                            for site in getattr(entry, "raised_in", None) or []]
         self._similarity: similar.SimilarityIndex | None = None
         self._literals: list[tuple[str, str]] | None = None  # built on first fragment
         self._phrases: list[tuple[_CompiledPattern, str]] | None = None
@@ -228,6 +233,16 @@ class MatchIndex:
                               if len(run) >= SHARED_LITERAL]
         return not any(owner != entry.id and (run in phrase or phrase in run)
                        for owner, run in self._literals)
+
+    @property
+    def wordings(self) -> list[str]:
+        """What a retyped message is compared with: the stored messages, and each
+        pattern written out (today's wordings are often only in a pattern)."""
+        if self._wordings is None:
+            written = (w for p in self.patterns for w in retyped.wordings_of(p.pattern.regex))
+            self._wordings = list(dict.fromkeys(
+                [*self._messages_printed, *(w for w in written if w)]))
+        return self._wordings
 
     @property
     def similarity(self) -> similar.SimilarityIndex:
@@ -528,7 +543,8 @@ def _links(parsed: object, paste: str = "") -> list[_Link]:
 
 
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
-                    raising_code: str | None = None, any_case: bool = False) -> list[_Candidate]:
+                    raising_code: str | None = None, any_case: bool = False,
+                    retold: bool = False) -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
@@ -562,10 +578,12 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
                                                                       link_type)
             # A message retyped by hand in other letter case is a weaker sign: no type tier.
-            type_agrees = type_agrees and not any_case
+            type_agrees = type_agrees and not any_case and not retold
             # A kernel assertion names the failed bound itself: it is stronger evidence
             # than the generic "device-side assert triggered" it caused, type or not.
             tier = TIER_TYPE_AND_REGEX if type_agrees or link.is_assertion else TIER_REGEX
+            # A message retyped by hand is recognised through a stored wording: that tier.
+            tier = TIER_MESSAGE if retold else tier
             category = getattr(pattern.entry, "category", "")
             phase_agrees = bool(phase) and _CATEGORY_PHASE.get(category) == phase
             phase_disagrees = bool(phase) and category in _PHASE_BOUND and not phase_agrees
@@ -573,7 +591,12 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             score += ASSERT_BONUS if link.is_assertion else 0.0
             score += PHASE_BONUS if phase_agrees else -PHASE_BONUS if phase_disagrees else 0.0
             score = round(score * link.weight, 4)
-            reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
+            if retold:
+                reason = ("the message as retyped follows a stored wording; "
+                          + _pattern_reason(pattern, False, phase_agrees, link).replace(
+                              f"; type differs from {pattern.exc_type}", ""))
+            else:
+                reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
             if phase_disagrees:
                 reason += f"; not in the {_CATEGORY_PHASE[category].replace('_', ' ')} phase"
             candidate = _Candidate(pattern.entry, score, reason,
@@ -715,6 +738,43 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
     return list(best.values())
 
 
+def _match_retyped(index: MatchIndex, links: list[_Link], phase: str | None,
+                   raising_code: str | None) -> list[_Candidate]:
+    """A message retyped by hand (a word joined, changed or in other letter case),
+    rewritten along the stored wording it follows (``retyped.py``) and matched by the
+    patterns at the wording tier."""
+    retold = [_Link(link.exc_type, text, link.weight)
+              for link in links if not link.is_assertion
+              for text in retyped.restore(link.text, index.wordings)]
+    return _match_patterns(index, retold, phase, raising_code, retold=True) if retold else []
+
+
+def _match_raise_sites(index: MatchIndex, parsed: object) -> list[_Candidate]:
+    """A traceback cut before its message, ending in a library function whose every
+    raise is one entry's error (its ``raised_in``): the innermost frame is that function,
+    or calls it from the same file (the frame below it was cut too)."""
+    frames = _value(parsed, "frames") or []
+    if not frames or not index.raise_sites:
+        return []
+    innermost = frames[-1]
+    file = str(_value(innermost, "file") or "").replace("\\", "/")
+    called = set(_CALLED_NAME.findall(str(_value(innermost, "code") or "")[:500]))
+    best: dict[str, _Candidate] = {}
+    for entry, site in index.raise_sites:
+        path, function = site.rsplit(":", 1)
+        if not (file == path or file.endswith("/" + path)):
+            continue
+        if function == _value(innermost, "function") or function in called:
+            reason = (f"the traceback, cut before its message, ends in {site}, which raises "
+                      "only this error")
+            _keep_best(best, _Candidate(entry, round(TIER_MESSAGE + SPECIFICITY_WEIGHT / 2, 4),
+                                        reason, {}))
+    return list(best.values())
+
+
+_CALLED_NAME = re.compile(r"\b([A-Za-z_]\w{0,80})\s*\(")
+
+
 def _covers(text: str, message: _CompiledMessage) -> bool:
     """Whether a message cut short is this older wording: it lies inside it and is a
     phrase of its own (``FRAGMENT_LITERAL`` characters) or most of it. "cuda runtime
@@ -764,6 +824,10 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                                          any_case=True))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
+        if not candidates:
+            candidates = _match_retyped(index, links, phase, code)
+        if not candidates and not links[0].text.strip():
+            candidates = _match_raise_sites(index, parsed)
         if not candidates and _value(parsed, "type") and links[0].text.strip():
             # An error nothing recognises, printed after a warning the knowledge base
             # knows (torch 0.4's "volatile was removed", then the TypeError of the

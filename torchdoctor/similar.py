@@ -144,9 +144,10 @@ FRAMES_READ = 4
 def query_text(error: object | None, text: str) -> str:
     """What of the paste is compared: the error's type and message and the
     innermost frames' functions, files and code (op names live there) count
-    twice, the rest of the paste (the prose around it) once."""
+    twice, the rest of the paste (the prose around it) once; of a path, only its
+    file's name."""
     if error is None:
-        return text
+        return _PATH.sub(_file_stem, text)
     parts = [str(getattr(error, "type", None) or ""), str(getattr(error, "message", "") or ""),
              _PHASE_WORDS.get(str(getattr(error, "phase", "") or ""), "")]
     for frame in (getattr(error, "frames", None) or [])[-FRAMES_READ:]:
@@ -155,7 +156,20 @@ def query_text(error: object | None, text: str) -> str:
     for link in getattr(error, "chain", None) or []:
         if getattr(link, "message", None) and link.message != parts[1]:
             parts.append(str(link.message))
-    return "\n".join(parts + [text])
+    return "\n".join(parts + [_PATH.sub(_file_stem, text)])
+
+
+# A path's folders say where things are installed (site-packages, anaconda3, a home
+# folder), not what failed; its file name may ("serialization", "grad_scaler"). A whole
+# run of path characters is read at once, so the scan is linear however long it is.
+_PATH = re.compile(r"[\w.~:/\\-]+")
+
+
+def _file_stem(found: re.Match[str]) -> str:
+    token = found.group(0)
+    if "/" not in token and "\\" not in token:
+        return token
+    return re.split(r"[\\/]", token.rstrip(":"))[-1].removesuffix(".py")
 
 
 def telling_question(entries: list[object]) -> str | None:

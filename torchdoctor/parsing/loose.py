@@ -48,9 +48,10 @@ MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't",
 # keeps only the first.
 THC_FAIL = compile_linear(r"THCudaCheck FAIL file=(?P<file>\S{1,500}) line=(?P<line>\d{1,9}) "
                           r"error=(?P<code>\d{1,5}) ?: ?(?P<text>.{1,500})")
-# "the step failed with RuntimeError: …": an exception line after other words.
+# "the step failed with RuntimeError: …": an exception line after other words (retyped
+# by hand, sometimes without the space after the colon: "(ValueError:Attempting to …)").
 EMBEDDED_EXCEPTION = compile_linear(
-    r"(?:^|\W)(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): (?P<message>\S.*)")
+    r"(?:^|\W)(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception)): ?(?P<message>[^\s/\\].*)")
 # ValueError(Attempting to …) / ValueError('…'): the text is read up to the matching parenthesis.
 REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
                               + "|".join(s for s in EXCEPTION_SUFFIXES if s != "Warning")
@@ -181,7 +182,7 @@ def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
 
 
 def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
-    if ": " in raw:
+    if "Error:" in raw or "Exception:" in raw:
         embedded = EMBEDDED_EXCEPTION.search(raw)
         if embedded and not embedded["type"].endswith("Warning"):
             message = embedded["message"]

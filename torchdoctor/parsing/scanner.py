@@ -41,6 +41,9 @@ REPRINTED = TRACEBACK_HEADER + ":"
 PROGRESS_BAR = re.compile(r"(?<!\d)\d{1,3}%\|")
 LONGEST_MESSAGE_LINES = 1_000
 SKIPPED_FRAME_LINES = ("[Previous line repeated", "...<", "[... skipping")
+# A program's output printed while Python wrote the traceback (two streams on one
+# terminal) may split its frames: so many lines are looked through for the next frame.
+INTERLEAVED_LINES = 10
 
 
 @dataclass
@@ -224,9 +227,11 @@ class TracebackScanner:
             if frame_read:
                 frame, ipython_frame = frame_read
                 frames.append(frame)
+                frame_indent = len(raw) - len(raw.lstrip())
                 index += 1
                 if not ipython_frame:
-                    index = self._read_python_source(index, indent, frame)
+                    index = self._read_python_source(index, max(indent, frame_indent - 1),
+                                                     frame)
                 continue
             if ipython_frame:
                 source = read_ipython_source(stripped)
@@ -253,18 +258,43 @@ class TracebackScanner:
                     stripped):
                 index += 1
                 continue
+            resumed = (self._frames_resume(index, frames[0])
+                       if frames and not ipython_frame and not is_header(stripped) else None)
+            if resumed is not None:
+                index = resumed
+                continue
             break
         link = ChainLink(type=short_type(hinted_type), message="", frames=frames,
                          full_type=hinted_type)
         return link, index, False
 
+    def _frames_resume(self, index: int, outermost: Frame) -> int | None:
+        """Where the frames go on after lines another stream printed into them: the next
+        frame line within ``INTERLEAVED_LINES``, unless an exception line or a new
+        traceback comes first, or that frame is this traceback's outermost again (another
+        trace starting over, as anomaly mode prints the forward call's)."""
+        for ahead in range(index + 1, min(index + 1 + INTERLEAVED_LINES, self.count)):
+            stripped = self.texts[ahead].strip()
+            if is_header(stripped) or read_exception_line(stripped, strict=True):
+                return None
+            found = read_frame_line(stripped) if stripped.startswith("File ") else None
+            if found:
+                frame = found[0]
+                again = (frame.file, frame.line) == (outermost.file, outermost.line)
+                return None if again else ahead
+        return None
+
     def _read_python_source(self, index: int, indent: int, frame: Frame) -> int:
-        """The code line under a CPython frame, unless the frame printed none."""
+        """The code line under a CPython frame, unless the frame printed none: CPython
+        indents it deeper than the frame line, so a line less indented than that (output
+        another stream printed there) is not it."""
         if index >= self.count:
             return index
         raw = self.texts[index]
         stripped = raw.strip()
         if not stripped or read_frame_line(stripped) or is_header(stripped):
+            return index
+        if len(raw) - len(raw.lstrip()) < indent:
             return index
         deeper = len(raw) - len(raw.lstrip()) > indent
         if not deeper and read_exception_line(stripped, strict=True):
