@@ -196,6 +196,15 @@ DESCRIPTIONS = [
      "training.cudnn_benchmark_varying_shapes"),
     ("We set cudnn benchmark to False by default: benchmark mode kept re-running whenever the "
      "input sizes varied.", "training.cudnn_benchmark_varying_shapes"),
+    # a setting named beside a complaint about runs is no speed question
+    ("Seeds fixed, cudnn.deterministic = True and cudnn.benchmark = False, and still the two "
+     "runs differ after one epoch.", "other.nondeterminism"),
+    ("All seeds fixed, torch.backends.cudnn.benchmark = True; each training run gives a "
+     "different result.", "other.nondeterminism"),
+    ("Why do the configs set cudnn_benchmark = True for this detector only?",
+     "training.cudnn_benchmark_varying_shapes"),
+    ("Outputs change from run to run on the same image: the model is never put in eval mode, "
+     "so dropout stays on.", "training.eval_mode_left_on"),
     ("With torch 2.1 the validation accuracy is 2% lower than with torch 1.13, same seed and "
      "data.", "other.nondeterminism"),
     ("PyTorch 1.3 training is much slower than PyTorch 1.0 with the same code",
