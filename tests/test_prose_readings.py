@@ -205,6 +205,10 @@ DESCRIPTIONS = [
      "training.cudnn_benchmark_varying_shapes"),
     ("Outputs change from run to run on the same image: the model is never put in eval mode, "
      "so dropout stays on.", "training.eval_mode_left_on"),
+    ("validate() calls model.eval() and then model.train() again before the batches, so the "
+     "scores are computed in training mode.", "training.eval_mode_left_on"),
+    ("Memory goes up after the first evaluation pass, which runs the model on volatile "
+     "Variables, and stays up.", "autograd.volatile_removed"),
     ("With torch 2.1 the validation accuracy is 2% lower than with torch 1.13, same seed and "
      "data.", "other.nondeterminism"),
     ("PyTorch 1.3 training is much slower than PyTorch 1.0 with the same code",
