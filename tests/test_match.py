@@ -788,3 +788,17 @@ def test_a_failure_at_the_start_of_a_phase_is_not_refined_into_growth():
     paste = ('Validation starts and the GPU memory climbs to the limit: '
              '"RuntimeError: cuda runtime error (2) : out of memory".')
     assert [m.entry.id for m in diagnose(paste, kb).matches] == ["memory.cuda_oom"]
+
+
+def test_words_around_a_message_two_entries_share_decide_between_them():
+    shared = r"Sizes of tensors must match except in dimension (?P<dim>\d+)"
+    concatenation = entry("shape.concatenated", patterns=[("RuntimeError", shared)])
+    batching = entry("shape.stacked_batch", patterns=[("RuntimeError", shared)],
+                     symptoms=[r"\bimages?\b.{0,40}\bdifferent sizes\b"])
+    message = "RuntimeError: Sizes of tensors must match except in dimension 0. Got 3 and 4\n"
+    plain = diagnose(message, kb(concatenation, batching))
+    assert plain.matches[0].entry.id == "shape.concatenated"  # tie: the id decides
+    said = diagnose("My images come in different sizes and the batch fails:\n" + message,
+                    kb(concatenation, batching))
+    assert [m.entry.id for m in said.matches] == ["shape.stacked_batch", "shape.concatenated"]
+    assert said.matches[0].score == round(said.matches[1].score + 0.01, 4)

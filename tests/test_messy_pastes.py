@@ -53,6 +53,36 @@ def test_a_message_quoted_inside_prose(kb):
     assert top(paste, kb) == "autograd.no_grad_fn"
 
 
+@pytest.mark.parametrize("written", [
+    'the loop dies with "RuntimeError:cudnn RNN backward can only be called in training mode"',
+    "RuntimeError:cudnn RNN backward can only be called in training mode",
+])
+def test_an_exception_line_retyped_without_a_space_after_its_colon(written, kb):
+    parsed = parse_traceback(written + "\n")
+    assert (parsed.type, parsed.message) == (
+        "RuntimeError", "cudnn RNN backward can only be called in training mode")
+    assert top(written, kb) == "training.eval_mode_left_on"
+
+
+def test_a_colon_without_a_space_after_a_word_that_names_no_exception_is_no_error_line():
+    assert parse_traceback("Loss:nan at step 10, lr:0.1\n") is None
+
+
+def test_nccls_warning_is_the_error_when_no_python_exception_is_pasted(kb):
+    paste = ("four GPUs fail at init, two work:\n"
+             "node1:2041:2077 [1] NCCL INFO Channel 00/02 :    0   1   2   3\n"
+             "node1:2041:2077 [1] misc/shmutils.cc:103 NCCL WARN Cuda failure 'invalid argument'\n")
+    assert parse_traceback(paste).message == "NCCL WARN Cuda failure 'invalid argument'"
+    assert top(paste, kb) == "distributed.nccl_error"
+
+
+def test_the_infiniband_warning_nccl_prints_on_every_machine_is_no_error():
+    paste = ("DDP hangs in backward after a few epochs.\n"
+             "node1:7778:7778 [0] NCCL INFO NET/Socket : Using [0]enp5s0:192.168.0.220<0>\n"
+             "node1:7778:7778 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n")
+    assert parse_traceback(paste) is None
+
+
 def test_a_message_in_curly_quotes_inside_prose():
     paste = ("Training stops at the first batch with “CUDA out of memory. Tried to allocate "
              "2.00 GiB” although nvidia-smi shows free memory.\n")
@@ -163,6 +193,16 @@ def test_a_compile_log_ending_in_a_recompilation_reason(kb):
         'recompilation reasons, use TORCH_LOGS="recompiles".\n')
     parsed = parse_traceback(paste)
     assert parsed.message == "torch._dynamo hit config.cache_size_limit (8)"
+    assert top(paste, kb) == "compile.recompile_limit"
+
+
+def test_a_recompilation_reason_under_dynamos_frame_and_compile_id_is_still_no_error(kb):
+    paste = (
+        "W1126 16:03:16.529497 1228885 torch/_dynamo/convert_frame.py:844] [1/8] torch._dynamo "
+        "hit config.cache_size_limit (8)\n"
+        "W1126 16:03:16.529497 1228885 torch/_dynamo/convert_frame.py:844] [1/8]    last "
+        "reason: 1/0: tensor 'L['p'][0]' size mismatch at index 0. expected 16, actual 64\n")
+    assert parse_traceback(paste).message.endswith("hit config.cache_size_limit (8)")
     assert top(paste, kb) == "compile.recompile_limit"
 
 

@@ -427,8 +427,34 @@ def test_a_backend_failure_keeps_the_error_it_wraps_in_its_message():
         "RuntimeError: Compiler: cc is not found.\n"
     )
     parsed = parse_traceback(paste)
-    assert parsed.type == "BackendCompilerFailed"
-    assert parsed.message.endswith("RuntimeError: Compiler: cc is not found.")
+    # The carried error is the root; the wrapper stays beside it with its frames.
+    assert (parsed.type, parsed.message) == ("RuntimeError", "Compiler: cc is not found.")
+    wrapper = parsed.chain[parsed.root + 1]
+    assert wrapper.type == "BackendCompilerFailed"
+    assert wrapper.message.endswith("RuntimeError: Compiler: cc is not found.")
+    assert parsed.user_frame.file == "t.py"
+
+
+def test_inductors_wrapper_and_a_full_chain_keep_one_link_per_exception():
+    wrapped = parse_traceback("torch._inductor.exc.InductorError: CppCompileError: C++ compile "
+                              "error\n")
+    assert [link.type for link in wrapped.chain] == ["CppCompileError", "InductorError"]
+    chained = parse_traceback(
+        "Traceback (most recent call last):\n"
+        '  File "/site-packages/torch/_inductor/cpp_builder.py", line 9, in check\n'
+        "    raise InvalidCxxCompiler\n"
+        "torch._inductor.exc.InvalidCxxCompiler: No working C++ compiler found in "
+        "torch._inductor.config.cpp.cxx: (None, 'g++')\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 3, in <module>\n'
+        "    f(x)\n"
+        "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+        "InvalidCxxCompiler: No working C++ compiler found in torch._inductor.config.cpp.cxx: "
+        "(None, 'g++')\n")
+    assert [link.type for link in chained.chain] == ["InvalidCxxCompiler",
+                                                     "BackendCompilerFailed"]
+    assert chained.root == 0
 
 
 def test_output_printed_between_the_frames_neither_ends_them_nor_becomes_their_code():

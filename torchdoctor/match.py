@@ -56,6 +56,7 @@ from torchdoctor import private_cache, retyped, similar, symptoms
 from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import quoted_conditions
+from torchdoctor.parsing.placeholders import filled
 from torchdoctor.raised_by import raised_by
 
 try:  # Python 3.11+
@@ -557,13 +558,16 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         lowered = link.text.lower()
         lowered_unwrapped = unwrapped.lower() if unwrapped is not link.text else lowered
         closed = None if link.text.rstrip().endswith(".") else link.text.rstrip() + "."
+        # A value blanked by hand ("(pid XXX)", "module.xxx") is read with a value there.
+        blanks = filled(unwrapped)
+        lowered_blanks = blanks.text.lower() if blanks else ""
         for pattern in index.patterns:
             if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
                 continue
             if pattern.literal and pattern.literal not in lowered and (
                     pattern.literal not in lowered_unwrapped) and not (
                     closed and pattern.literal[-1:] == "." and closed.lower().endswith(
-                        pattern.literal)):
+                        pattern.literal)) and pattern.literal not in lowered_blanks:
                 continue
             searched = link.text
             found = pattern.search(link.text, any_case)
@@ -572,6 +576,10 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
             if not found and closed and pattern.pattern.regex.endswith("\\."):
                 # The full stop that ends torch's sentence is what a quote drops first.
                 searched, found = closed, pattern.search(closed, any_case)
+            filled_in = None
+            if not found and blanks is not None:
+                searched = blanks.text
+                found = filled_in = pattern.search(blanks.text, any_case)
             if not found:
                 continue
             link_type = link.exc_type or _typed_line(searched, found.start())
@@ -599,8 +607,11 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                 reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
             if phase_disagrees:
                 reason += f"; not in the {_CATEGORY_PHASE[category].replace('_', ' ')} phase"
-            candidate = _Candidate(pattern.entry, score, reason,
-                                   {k: v for k, v in found.groupdict().items() if v is not None})
+            fields = {k: v for k, v in found.groupdict().items() if v is not None}
+            if filled_in is not None and blanks is not None:
+                fields = {k: v for k, v in fields.items()
+                          if not blanks.covers(*found.span(found.re.groupindex[k]))}
+            candidate = _Candidate(pattern.entry, score, reason, fields)
             _keep_best(best, candidate)
     if len(best) > 1:
         called = _ops_called(raising_code)
@@ -838,7 +849,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
                       or _match_messages(index, [tail]))
     if candidates:
-        _refine_by_prose(index, candidates, _prose_around(parsed, tail))
+        prose = _prose_around(parsed, tail)
+        _decide_by_words(candidates, prose)
+        _refine_by_prose(index, candidates, prose)
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and (_value(parsed, "type") is None
@@ -891,6 +904,29 @@ _PHASE_START = re.compile(
     r"\b(?:(?:validation|evaluation|eval|testing|test loop)\s+(?:starts|begins|started|began)"
     r"|(?:as soon as|when|once|right after)\s+(?:the\s+)?(?:validation|evaluation|eval|testing)"
     r"\s+(?:starts|begins|started|began|kicks in))\b", re.IGNORECASE)
+
+
+def _decide_by_words(candidates: list[_Candidate], prose: str) -> None:
+    """Several entries' patterns matched one message: the person's words may tell them apart.
+
+    The message alone cannot say whether sizes failed to match in a batch the DataLoader
+    stacked or in the user's own concatenation; "the images have different sizes" or "a
+    fixed image size fixes it" can. When the words around the message match the symptoms
+    of one of the contenders, that one ranks just above the best of them. The contenders
+    have already lost ``CONTESTED_PENALTY``; nothing else changes.
+    """
+    if len(candidates) < 2 or not prose.strip():
+        return
+    found = symptoms.match_symptoms(prose, [c.entry for c in candidates])
+    if not found:
+        return
+    top = min(candidates, key=lambda c: (-c.score, str(c.entry.id)))  # the order shown
+    chosen = next(c for c in candidates if c.entry is found[0].entry)
+    if chosen is top:
+        return
+    chosen.score = round(top.score + 0.01, 4)
+    chosen.reason += (f"; the words around the message match its symptoms "
+                      f"({len(found[0].matched)} of {found[0].total} phrases)")
 
 
 def _refine_by_prose(index: MatchIndex, candidates: list[_Candidate], prose: str) -> None:

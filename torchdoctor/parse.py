@@ -27,7 +27,9 @@ Torch-free, pure and deterministic. Choices worth knowing:
   process's frames) and mp.spawn's ``ProcessRaisedException`` with ``-- Process N
   terminated with the following error:``; and torch < 1.0's ``KeyError: Traceback (most
   recent call last):``, the worker's traceback printed as the message. The inner error
-  is the root.
+  is the root. So is the exception line a compile wrapper carries in its message
+  (``BackendCompilerFailed: backend='inductor' raised:`` then ``InvalidCxxCompiler: …``;
+  ``parsing/wrapped.py``).
 * ``extras["source"]`` says where the message came from: ``traceback``,
   ``final_line``, ``embedded``, ``repr``, ``quoted``, ``message_only``, ``ide`` (an
   IDE's "Exception has occurred: Type" and the lines under it), ``error_record``,
@@ -55,6 +57,7 @@ from torchdoctor.parsing.scanner import (
     short_type,
 )
 from torchdoctor.parsing.signature import message_signature
+from torchdoctor.parsing.wrapped import read_through
 
 __all__ = ["ChainLink", "Frame", "ParsedError", "parse_traceback"]
 
@@ -133,6 +136,7 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         root = 0
         if not chain:
             return None
+    root = read_through(chain, root)
     for link in chain:
         link.message, removed = split_boilerplate(link.message)
         extras["boilerplate"].extend(removed)

@@ -27,6 +27,7 @@ from typing import Any
 
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
+from torchdoctor.symptoms_glossary import in_english
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
@@ -134,9 +135,11 @@ _LR_VALUE = re.compile(
     re.IGNORECASE,
 )
 # A loss tensor added to a running total, not its Python number: the graph of every
-# step stays alive ("total_loss += loss", "epoch_loss += loss[0]" at a line's end).
+# step stays alive ("total_loss += loss", "epoch_loss += loss[0]" at a line's end, or
+# ended by a sentence's comma or full stop, but not "+= loss.item()").
 _LOSS_ACCUMULATED = re.compile(
-    r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#]|$)", re.IGNORECASE)
+    r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#,]|\.(?!\w)|$)",
+    re.IGNORECASE)
 # NaN and a half-precision setting named anywhere in one description: people write the
 # setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
 # another, and float16's range (max 65504) is what overflows first.
@@ -371,7 +374,12 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """
     results: list[SymptomMatch] = []
     seen = bounded(text)
-    said = readings(seen)
+    # Words of another language read as the English phrases the regexes know, and the
+    # readings taken from that copy, whose punctuation is ASCII.
+    english = in_english(seen)
+    said = readings(english or seen)
+    if english:
+        seen = seen + "\n" + english
     if said:
         seen = seen + "\n" + "\n".join(said)
     # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those

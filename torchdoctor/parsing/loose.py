@@ -36,13 +36,18 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|THCudaCheck FAIL|cuda runtime error|invalid device ordinal|CUDNN_STATUS_\w+"
     r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
     r"|not supported on CUDAType|Cannot access accelerator device|has a total capacity"
-    r"|The offending index is|is invalid for input with",
+    r"|The offending index is|is invalid for input with"
+    # NCCL's own log lines: with no Python exception pasted, its warning is the error
+    r"|NCCL WARN ",
     ignore_case=True,
 )
+# What NCCL warns about on every machine without InfiniBand or a network plugin, failing
+# or not: no error of the run.
+ROUTINE_NCCL_WARNINGS = ("libibverbs", "NET/Plugin", "NET/IB")
 MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
-                    "cudnn_status", "capacity", "offending")
+                    "cudnn_status", "capacity", "offending", "nccl warn")
 # Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
 # memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
 # keeps only the first.
@@ -67,6 +72,13 @@ LABELS = frozenset({"Error", "Exception", "error"})
 IDE_EXCEPTION = re.compile(r"Exception has occurred: (?P<type>[A-Za-z_][\w.]{0,100})\b")
 RECOMPILE_REASON = ("last reason:", "triggered by the following guard failure",
                     "Recompiling function", "- 0/", "guard failed:", "To log all recompilation")
+# Dynamo's log lines carry the frame and compile they speak of: "[1/8]    last reason: …".
+COMPILE_ID = re.compile(r"\[\d{1,9}/\d{1,9}(?:_\d{1,9})?\]\s*")
+
+
+def _recompile_reason(stripped: str) -> bool:
+    found = COMPILE_ID.match(stripped)
+    return (stripped[found.end():] if found else stripped).startswith(RECOMPILE_REASON)
 
 
 FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
@@ -129,7 +141,7 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
         if error_records and error_records[index] and any(c.isalpha() for c in texts[index]):
             return LooseError(None, texts[index].strip(), index, "error_record")
     for index in chosen:
-        if texts[index].strip().startswith(RECOMPILE_REASON):
+        if _recompile_reason(texts[index].strip()):
             found = _message_only(texts[index], index, reasons=True)
             if found is not None:
                 return found
@@ -255,7 +267,7 @@ def _quoted(raw: str, index: int) -> LooseError | None:
 
 def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | None:
     stripped = raw.strip()
-    if not reasons and stripped.startswith(RECOMPILE_REASON):
+    if not reasons and _recompile_reason(stripped):
         return None
     lowered = stripped.lower()
     if not any(keyword in lowered for keyword in MESSAGE_KEYWORDS):
@@ -268,4 +280,10 @@ def _message_only(raw: str, index: int, reasons: bool = False) -> LooseError | N
         # The error torch raised with it, in the wording its patterns know.
         return LooseError(None, f"cuda runtime error ({check['code']}) : {check['text'].strip()}"
                                 f" at {check['file']}:{check['line']}", index, "message_only")
+    if found.group(0).upper() == "NCCL WARN ":
+        warning = stripped[found.start():]
+        if any(routine in warning for routine in ROUTINE_NCCL_WARNINGS):
+            return None
+        # "host:pid:tid [rank] misc/shmutils.cc:103 NCCL WARN …": the warning is the message.
+        return LooseError(None, _own_words(warning), index, "message_only")
     return LooseError(None, _own_words(stripped, found.start()), index, "message_only")

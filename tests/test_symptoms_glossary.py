@@ -1,0 +1,107 @@
+"""The common symptoms described in other languages reach the same entries as in English.
+
+`symptoms_glossary.in_english` reads the few fixed words people use for GPU memory
+that overflows or grows, a run that hangs, gradients that are None and a model that
+does not learn, in Chinese, Japanese, Korean, Russian, Spanish, Portuguese and
+German, as the English phrases the knowledge base's symptom regexes know. The
+descriptions below are whole sentences of the kind posted on forums, run through
+`diagnose` with the shipped knowledge base.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.match import diagnose
+from torchdoctor.symptoms import readings
+from torchdoctor.symptoms_glossary import in_english
+
+KB = load_knowledge(include_user=False, use_cache=False, report=False)
+
+GROWING = [
+    "训练几个 epoch 之后显存越来越大，最后爆显存",
+    "学習を続けるとGPUメモリが増え続けて、最後はメモリ不足で落ちます",
+    "epoch 마다 GPU 메모리가 계속 증가하고 결국 메모리 부족 에러가 납니다",
+    "Память GPU постоянно растёт с каждой эпохой, потом не хватает памяти",
+    "La memoria de la GPU sigue aumentando en cada época hasta que se queda sin memoria",
+    "A memória da GPU continua aumentando a cada época até ficar sem memória",
+    "Der GPU-Speicher wächst ständig mit jeder Epoche, bis kein Speicher mehr frei ist",
+]
+HANGS_WITH_WORKERS = [
+    "DataLoader 的 num_workers 设为 4 就卡死了，设为 0 一切正常",
+    "num_workers=4 にすると最初のバッチで固まってしまいます。num_workers=0 なら問題なく動きます",
+    "num_workers 를 4 로 설정하면 학습이 멈춰요",
+    "При num_workers=4 обучение зависает на первом батче, с num_workers=0 работает нормально",
+    "Con num_workers=4 el entrenamiento se cuelga, con num_workers=0 funciona bien",
+    "Com num_workers=4 o treino trava no primeiro batch",
+    "Mit num_workers=4 bleibt das Training hängen, mit num_workers=0 läuft es problemlos",
+]
+GRADS_NONE = [
+    "打印出来 encoder 的 weight.grad 都是 None",
+    "Модель не обучается: у всех параметров градиенты равны None",
+    "Das Modell lernt nicht, die Gradienten sind None",
+    # zero, not None, says the same of a graph that never reached the layers
+    "训练时打印发现 backbone 所有层的梯度都是0，只有最后的全连接层有梯度",
+    "backbone の勾配が0のままで、最後の層しか更新されません",
+    "После backward градиенты энкодера равны нулю",
+    "Los gradientes del encoder son cero después de backward",
+]
+
+
+def _top(text: str) -> str | None:
+    matches = diagnose(text, KB).to_dict()["matches"]
+    return matches[0]["entry"] if matches else None
+
+
+@pytest.mark.parametrize("text", GROWING)
+def test_memory_that_grows_until_it_overflows_is_growth_in_every_language(text):
+    assert _top(text) == "memory.growing"
+
+
+@pytest.mark.parametrize("text", HANGS_WITH_WORKERS)
+def test_a_run_that_hangs_with_workers_is_the_loader_hang_in_every_language(text):
+    assert _top(text) == "dataloader.hang"
+
+
+@pytest.mark.parametrize("text", GRADS_NONE)
+def test_gradients_that_are_none_or_zero_are_a_cut_graph_in_every_language(text):
+    assert _top(text) == "training.detached_graph"
+
+
+def test_a_loss_at_ln2_with_grads_none_is_a_cut_graph_not_a_flat_loss():
+    text = ("模型就是不学：loss 一直是 0.693，准确率 50% 左右。换优化器、调学习率都没用，"
+            "打印梯度发现很多参数的 p.grad 直接是 None。")
+    assert _top(text) == "training.detached_graph"
+
+
+def test_a_smaller_batch_that_still_runs_out_of_memory_is_the_oom_entry():
+    assert _top("batch_size 从 16 一路降到 2，还是一到采样那一步就爆显存") == "memory.cuda_oom"
+    assert _top("I lowered the batch size from 16 to 2 and still get out of memory") == (
+        "memory.cuda_oom")
+
+
+def test_full_width_punctuation_ends_a_statement_like_ascii():
+    text = "train.py 里 total_loss += loss，验证时 val_loss += loss。显存会越占越多"
+    assert "loss tensor accumulated without .item()" in readings(in_english(text))
+    assert _top(text) == "memory.growing"
+    # The Python number is no tensor: "+= loss.item()" is the fix, not the symptom.
+    assert "loss tensor accumulated without .item()" not in readings(
+        "total_loss += loss.item(), then print it")
+
+
+def test_an_english_description_needs_no_copy():
+    assert in_english("GPU memory keeps growing every epoch until CUDA out of memory") is None
+
+
+def test_identifiers_and_numbers_stay_where_they_were():
+    read = in_english("num_workers 设为 4 就卡死了")
+    assert read is not None
+    assert "num_workers" in read and "4" in read and "hangs" in read
+    assert read.index("num_workers") < read.index("4") < read.index("hangs")
+
+
+def test_a_loss_value_that_starts_with_zero_is_no_zero():
+    read = in_english("loss 一直是 0.693，梯度是 0")
+    assert read is not None
+    assert "0.693" in read and read.count("is zero") == 1

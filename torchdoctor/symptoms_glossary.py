@@ -1,0 +1,130 @@
+"""The common symptoms as people write them in other languages, read in English.
+
+The knowledge base's ``symptoms:`` regexes are written in English: "memory keeps
+growing", "hangs with num_workers", "grad is None", "model is not learning". A
+person who describes the same run in Chinese, Japanese, Korean, Russian, Spanish,
+Portuguese or German uses a handful of fixed words for these few symptoms ("爆显存",
+"卡死", "не обучается", "se cuelga", "hängt"), and the identifiers and numbers
+around them (``num_workers``, ``p.grad``, ``None``, ``0``) stay as they are. So the
+words are read, in place, as the English phrase an English description would use,
+and the symptom regexes see that English copy beside the text: one regex serves
+every language, and an entry gains no per-language branch.
+
+A CJK input method types full-width punctuation and digits ("，", "：", "０.６９３");
+NFKC folds them to ASCII, and the ideographic full stop and comma, which NFKC keeps,
+are read as ". " and ", ", so a regex that ends a statement at a comma or full stop
+reads them too.
+
+Only what a word says is read; the copy keeps every identifier, number and line
+break where it was, so phrases that relate two things ("num_workers = 0 ... works
+fine") keep their order and their distance.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from torchdoctor.linear_regex import bounded
+
+# (wording, English) in the order they are read: a longer wording before the words it
+# contains ("显存溢出" before "显存"). Each wording is a plain alternation of fixed words
+# with bounded gaps, linear on any text.
+_GLOSSARY: tuple[tuple[str, str], ...] = (
+    # --- out of memory ----------------------------------------------------------
+    (r"爆显存|显存(?:直接|又|就)?(?:爆|炸)(?:掉|了)?|显存(?:溢出|不足|不够用?)|(?:内存|显存)(?:占)?满了"
+     r"|GPU\s*メモリ(?:が|の)?(?:不足|足りない|あふれ)|メモリ(?:が|の)?(?:不足|足りない)|メモリ(?:ー)?エラー"
+     r"|(?:GPU\s*)?메모리(?:가)?\s*부족|메모리가\s*터"
+     r"|(?:не хватает|нехватка|недостаточно|закончилась|кончается|кончилась)\s+(?:видео)?памяти"
+     r"|(?:se queda|me quedo|quedarse)\s+sin\s+memoria|sin memoria|memoria insuficiente"
+     r"|(?:fica|ficou|ficar)\s+sem\s+mem[óo]ria|sem mem[óo]ria|falta de mem[óo]ria|mem[óo]ria insuficiente"
+     r"|(?:zu wenig|nicht genug|kein(?:en)?)\s+(?:GPU-|Grafik)?Speicher|Speicher\s+(?:ist\s+)?(?:voll|läuft voll|reicht nicht)",
+     "out of memory"),
+    (r"内存(?:溢出|不足|不够用?|爆了)|爆内存", "out of memory"),
+    # --- memory that grows step by step ----------------------------------------------
+    (r"越占越多|越来越(?:大|多|高)|(?:不断|一直|持续|逐渐|慢慢|逐步)(?:地)?(?:在)?(?:增加|增长|上涨|往上涨|上升|变大|累积)"
+     r"|増え続け\w{0,3}|(?:どんどん|徐々に|少しずつ)(?:増え|増加)\w{0,3}|増加し続け\w{0,3}"
+     r"|계속\s*(?:증가|늘어|올라)\w{0,4}|점점\s*(?:증가|늘어|커)\w{0,4}"
+     r"|(?:постоянно|постепенно|непрерывно|всё время|все время)\s+(?:растёт|растет|увеличивается|растут)"
+     r"|(?:растёт|растет|увеличивается)\s+(?:с каждой|каждую|каждый)\s+\w+"
+     r"|(?:sigue|va)\s+(?:aumentando|creciendo|subiendo)|aumenta\s+(?:cada|en cada|con cada)"
+     r"|(?:continua|vai|fica)\s+(?:aumentando|crescendo|subindo)"
+     r"|(?:wächst|steigt|nimmt)\s+(?:ständig|stetig|immer weiter|kontinuierlich|mit jede\w)\w*(?:\s+zu)?"
+     r"|(?:ständig|stetig|immer weiter)\s+(?:wächst|steigt|an)",
+     "keeps growing"),
+    (r"显存|ビデオメモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
+     "GPU memory"),
+    (r"内存|メモリ|메모리|\bпамят\w*|\bmemoria\b|\bmem[óo]ria\b|\bArbeitsspeicher\b|\bSpeicher\b", "memory"),
+    # --- hangs ----------------------------------------------------------------------
+    (r"(?:就|再也|也|都)?不(?:再)?卡了?(?=[，,。.;；\s]|$)", " works fine"),
+    # "卡住", "卡在", "不动了" say "stuck" of a loss as of a run; "stuck" is the English
+    # word both kinds of regex read.
+    (r"卡住|卡在|不动了|停住|停在那", "stuck"),
+    (r"卡死|假死|没(?:有)?反应|hang住"
+     r"|固まる|固まって|固まり|フリーズ|ハングアップ|ハングし|止まって(?:しまい|しま)?"
+     r"|멈춰|멈춥|멈춤|멈추|먹통|응답\s*없"
+     r"|зависа\w*|завис(?:ает|ло|ла|ли)?\b|виснет|висит|застрева\w*"
+     r"|se\s+(?:cuelga|congela|bloquea|traba|queda\s+(?:colgado|congelado|trabado))"
+     r"|\b(?:trava|travando|travou|congela|congelando)\b|fica\s+travado"
+     r"|\bhängen\b(?!\s+von)|hängt(?:\s+sich)?(?:\s+auf)?|friert\s+ein|eingefroren",
+     "hangs"),
+    (r"一切正常|正常(?:运行|训练|跑)|(?:能|可以)(?:正常)?跑(?:通|起来)?|没(?:有)?问题"
+     r"|問題なく動|正常に動|정상\s*(?:작동|동작)|работает нормально|funciona (?:bien|normalmente)"
+     r"|funciona normalmente|läuft (?:es |alles )?(?:normal|problemlos|ohne Probleme)",
+     "works fine"),
+    # num_workers and other settings as a sentence gives them.
+    (r"(?:(?:设|调|改|设置)(?:成|为|到))?(?:大于|超过|多于)|(?:より大きく|以上に)|보다\s*크게"
+     r"|больше|mayor que|maior que|größer als",
+     " greater than "),
+    # "num_workers 设为 4", "num_workers を 4 に設定", "num_workers 를 4 로 설정": a setting
+    # and its value, read as "num_workers = 4".
+    (r"(?:设|调|改|设置)(?:成|为|到)(?=\s*\d)|(?:を|를|을)(?=\s*\d)", " = "),
+    (r"(?<=\d)\s*(?:に|로|으로)\s*(?:設定|変更|설정|변경)\w{0,4}", " "),
+    # --- gradients None or zero -----------------------------------------------------
+    (r"梯度", " gradient "),
+    (r"勾配", " gradient "),
+    (r"기울기|그래디언트", " gradient "),
+    (r"градиент\w*", " gradients "),
+    (r"\bgradientes?\b", " gradients "),
+    (r"\bGradienten\b", " gradients "),
+    # A value 0 said of gradients: "梯度都是0", "勾配が0", "градиенты равны нулю", "son cero".
+    (r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?:0|零)(?![\d.%])"
+     r"|(?:が|は)\s*(?:0|ゼロ)(?![\d.%])|(?:가|이|는|은)\s*0(?![\d.%])"
+     r"|\bравн\w*\s+(?:нулю|0(?![\d.%]))|\b(?:es|son|é|são)\s+(?:cero|zero|0(?![\d.%]))"
+     r"|\b(?:ist|sind)\s+(?:null|0(?![\d.%]))\b",
+     " is zero"),
+    (r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?=None\b|0(?![\d.])|零)"
+     r"|(?:が|は)\s*(?=None\b|0(?![\d.]))|(?:가|이|는|은)\s*(?=None\b|0(?![\d.]))"
+     r"|(?:равн\w*\s*|\s[—-]\s+)(?=None\b)|\b(?:es|son|é|são|sind|ist)\s+(?=None\b)",
+     " is "),
+    (r"零(?=[，,。.;；\s]|$)", "0"),
+    # --- not learning ---------------------------------------------------------------
+    (r"(?:就是|根本|完全|一直)?不(?:学|学习|训练)(?=[:：，,。.;；\s]|$)|学不到(?:东西)?|没(?:有)?在学"
+     r"|学習(?:が)?(?:進まない|しない|されない)|학습(?:이)?\s*(?:안\s*되|되지\s*않)"
+     r"|не\s+(?:обучается|учится)|no\s+aprende|não\s+aprende|lernt\s+(?:nicht|nichts)",
+     " model is not learning"),
+    (r"不收敛|收敛不了|収束しない|수렴하지\s*않|не\s+сходится|no\s+converge|não\s+converge|konvergiert\s+nicht",
+     " does not converge"),
+    (r"(?:一直|还是|始终|总是)?(?:不下降|不降|降不下去|没有下降|没下降)|下がらない|줄지\s*않|не\s+(?:падает|уменьшается|снижается)"
+     r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht",
+     " does not decrease"),
+    (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
+    (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
+    (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
+    (r"(?:一路)?(?:降|减小|减少|调小|改小|缩小)(?:到|至)|まで(?:下げ|減らし)\w{0,3}|(?:로|으로)\s*줄",
+     " lowered to "),
+)
+_COMPILED = tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
+# What NFKC leaves: the ideographic full stop and the enumeration comma.
+_CJK_STOPS = str.maketrans({"。": ". ", "、": ", "})
+
+
+def in_english(text: str) -> str | None:
+    """``text`` with its other-language symptom words read as English, or None when
+    it has none (an English description needs no copy)."""
+    text = bounded(text)
+    folded = unicodedata.normalize("NFKC", text).translate(_CJK_STOPS)
+    read = folded
+    for wording, english in _COMPILED:
+        read = wording.sub(lambda _found, said=english: f" {said.strip()} ", read)
+    return read if read != text else None
