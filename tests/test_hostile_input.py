@@ -117,6 +117,17 @@ def test_a_lookahead_in_a_user_file_is_reported_and_skipped(tmp_path, capsys):
     assert "shape.yaml:6" in capsys.readouterr().err
 
 
+def test_an_inside_lookahead_is_reported_with_its_line_and_the_pattern_skipped(tmp_path):
+    (tmp_path / "shape.yaml").write_text(
+        "entries:\n  - id: shape.framed\n    title: Framed\n    category: shape\n"
+        "    patterns:\n      - regex: 'size \\d+'\n        inside: 'bmm(?!x)'\n"
+        "    example: |\n      raise RuntimeError('size 3')\n"
+        "    hypotheses:\n      - {id: h, statement: s, why: w, fix: {summary: f}}\n")
+    problems = check_dir(tmp_path)
+    assert any((Path(p.file).name, p.line) == ("shape.yaml", 7)
+               and "inside" in p.message and "RE2" in p.message for p in problems), problems
+
+
 def test_every_shipped_regex_compiles_under_re2(kb):
     import re2
 
@@ -124,6 +135,7 @@ def test_every_shipped_regex_compiles_under_re2(kb):
     options.log_errors = False
     regexes = [p.regex for e in kb.entries for p in e.patterns + e.symptoms]
     regexes += [p.unless for e in kb.entries for p in e.patterns if p.unless]
+    regexes += [p.inside for e in kb.entries for p in e.patterns if p.inside]
     assert len(regexes) > 100
     for regex in regexes:
         re2.compile(regex, options)

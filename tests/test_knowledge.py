@@ -251,6 +251,7 @@ def test_the_cache_gives_back_what_the_yaml_gave(tmp_path):
     cached = load_knowledge(include_user=False)
     assert cached.entries == built.entries
     assert any(h.fix and h.fix.rewrites for e in cached.entries for h in e.hypotheses)
+    assert any(p.inside for e in cached.entries for p in e.patterns)
 
 
 def test_the_cache_directory_and_files_are_private(tmp_path):

@@ -346,6 +346,62 @@ def test_cuda_kernel_assertion_outranks_the_generic_device_side_assert():
     assert ranked[:2] == ["index.nll_target_assert", "index.device_side_assert"]
 
 
+OLD_CAT = ("RuntimeError: invalid argument 0: Sizes of tensors must match except in dimension 0."
+           " Got 3 and 4 in dimension 1 at /pytorch/aten/src/TH/generic/THTensor.cpp:612\n")
+
+
+@pytest.mark.parametrize("frames, first", [
+    # the user's own stack: torch < 1.5 stacked by concatenating, with cat's message
+    ('  File "batch.py", line 12, in embed\n    feats = torch.stack(per_face)\n',
+     "shape.stack_sizes"),
+    ('  File "batch.py", line 12, in embed\n    feats = torch.cat(per_face)\n',
+     "shape.cat_sizes"),
+    ('  File "train.py", line 40, in main\n    for images, labels in loader:\n'
+     '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 138, in'
+     ' _worker_loop\n    samples = collate_fn([dataset[i] for i in batch_indices])\n'
+     '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 209, in'
+     ' default_collate\n    return torch.stack(batch, 0, out=out)\n',
+     "dataloader.collate_stack_size"),
+])
+def test_old_torchs_cat_message_is_told_apart_by_the_op_that_raised_it(frames, first):
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose as diagnose_text
+
+    paste = "Traceback (most recent call last):\n" + frames + OLD_CAT
+    assert diagnose_text(paste, load_knowledge()).matches[0].entry.id == first
+
+
+def test_torch_03s_inconsistent_sizes_is_a_collate_error_only_under_default_collate():
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose as diagnose_text
+
+    message = ("RuntimeError: inconsistent tensor sizes at "
+               "/pytorch/torch/lib/TH/generic/THTensorMath.c:2709\n")
+    collate = ("Traceback (most recent call last):\n"
+               '  File "train.py", line 113, in train\n    for i, data in enumerate(loader):\n'
+               '  File "/usr/lib/python2.7/site-packages/torch/utils/data/dataloader.py", line 109,'
+               " in default_collate\n    return torch.stack(batch, 0, out=out)\n") + message
+    kb_ = load_knowledge()
+    assert diagnose_text(collate, kb_).matches[0].entry.id == "dataloader.collate_stack_size"
+    assert [m.entry.id for m in diagnose_text(message, kb_).matches] == ["shape.cat_sizes"]
+
+
+WARNED = ("model.py:12: UserWarning: Using a target size (torch.Size([66])) that is different"
+          " to the input size (torch.Size([66, 3])). This will likely lead to incorrect"
+          " results due to broadcasting.\n  loss = F.mse_loss(out, y)\n")
+
+
+def test_a_torch_warning_names_the_cause_of_an_error_of_another_kind_nothing_recognises():
+    target = entry("shape.loss_target", patterns=[("UserWarning", r"Using a target size")])
+    pasted = WARNED + "ValueError: Found input variables with inconsistent numbers of samples\n"
+    [found] = diagnose(pasted, kb(target)).matches
+    assert found.entry.id == "shape.loss_target"
+    assert found.score < TIER_REGEX  # read from a warning, not the error: worded as a guess
+    # An unknown RuntimeError is most likely torch's own: its words, not the warning.
+    unknown = WARNED + "RuntimeError: some wording the entries lack\n"
+    assert diagnose(unknown, kb(target)).matches == []
+
+
 def test_prose_leaves_out_the_parts_that_quote_unknown_numbers():
     from torchdoctor.match import fill, fill_prose
 
@@ -482,6 +538,65 @@ def test_siblings_with_one_wording_are_told_apart_by_the_op_the_raising_line_cal
     assert module["shape.bmm_operands"] == module["shape.linear_in_features"]
 
 
+DIM_RANGE = r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)"
+LOSS_FRAMES = """\
+Traceback (most recent call last):
+  File "fit.py", line 145, in evaluate
+    batch_loss = loss_fn(batch_output, labels)
+  File "/usr/lib/python3.8/site-packages/torch/nn/modules/loss.py", line 948, in forward
+    ignore_index=self.ignore_index, reduction=self.reduction)
+  File "/usr/lib/python3.8/site-packages/torch/nn/functional.py", line 2422, in cross_entropy
+    return nll_loss(log_softmax(input, 1), target, weight, None, ignore_index, None, reduction)
+  File "/usr/lib/python3.8/site-packages/torch/nn/functional.py", line 1591, in log_softmax
+    ret = input.log_softmax(dim)
+IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)
+"""
+SOFTMAX_FRAMES = """\
+Traceback (most recent call last):
+  File "predict.py", line 30, in main
+    loss = torch.softmax(scores, dim=1)
+IndexError: Dimension out of range (expected to be in range of [-1, 0], but got 1)
+"""
+
+
+def _dimension_siblings():
+    generic = entry("shape.dim_out_of_range", patterns=[("IndexError", DIM_RANGE)])
+    loss = entry("shape.loss_rank", patterns=[("IndexError", DIM_RANGE)])
+    loss.patterns[0].inside = r"cross[ _-]?entropy|nll_?loss|\bcriterion\b"
+    return kb(generic, loss)
+
+
+@pytest.mark.parametrize("paste", [
+    LOSS_FRAMES,
+    # a notebook cell shows the statement instead of frames
+    "In [5]:\nloss_nn = criterion(output, label)\nloss_nn\n\n" + SOFTMAX_FRAMES.splitlines()[-1],
+    # neither frames nor code: the paste's words say where
+    "Calling the criterion on the scores gives\n\n*** " + SOFTMAX_FRAMES.splitlines()[-1],
+])
+def test_a_wording_bound_to_an_op_wins_where_the_frame_shows_that_op(paste):
+    found = diagnose(paste, _dimension_siblings()).matches
+    assert [m.entry.id for m in found] == ["shape.loss_rank", "shape.dim_out_of_range"]
+    assert found[0].score == pytest.approx(found[1].score + OP_BONUS)
+
+
+def test_a_wording_bound_to_an_op_does_not_count_elsewhere():
+    # "loss" names the variable, not the op that raised: softmax is the sibling's.
+    [found] = diagnose(SOFTMAX_FRAMES, _dimension_siblings()).matches
+    assert found.entry.id == "shape.dim_out_of_range"
+    assert found.score >= CONFIDENT
+
+
+def test_a_repl_statement_is_the_raising_line_of_a_stdin_frame():
+    bmm = entry("shape.bmm_batch", patterns=[(None, r"(?i)dimension out of range")])
+    bmm.patterns[0].inside = r"\bbmm\b"
+    generic = entry("shape.dim_out_of_range", patterns=[(None, r"(?i)dimension out of range")])
+    paste = (">>> e = torch.bmm(c, d)\nTraceback (most recent call last):\n"
+             '  File "<stdin>", line 1, in <module>\n'
+             "RuntimeError: Dimension out of range (expected to be in range of [-2, 1], but got 2)\n")
+    assert [m.entry.id for m in diagnose(paste, kb(generic, bmm)).matches] == [
+        "shape.bmm_batch", "shape.dim_out_of_range"]
+
+
 def test_older_wordings_compare_with_each_shape_as_one_value():
     conv = entry("shape.conv_rank", patterns=[(None, r"never matches this")], messages=[
         "Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "
@@ -525,6 +640,16 @@ def test_a_fragment_holding_a_patterns_own_long_phrase_is_recognised_as_a_wordin
     # An opening two entries share names neither.
     shared = "It fails with Expected object of scalar type when I feed the labels"
     assert diagnose(shared, base).matches == []
+
+
+def test_a_fragment_of_a_wording_siblings_share_names_each_of_them():
+    collate = entry("dataloader.collate", patterns=[("RuntimeError", STACK)])
+    stack = entry("shape.stack", patterns=[("RuntimeError", STACK)])
+    other = entry("shape.other", patterns=[("RuntimeError", r"stack expects a non-empty TensorList")])
+    paste = "Batch size 4 fails: # stack expects each tensor to be equal size, but got [2，...."
+    found = diagnose(paste, kb(collate, stack, other)).matches
+    assert sorted(m.entry.id for m in found) == ["dataloader.collate", "shape.stack"]
+    assert all(TIER_MESSAGE <= m.score < TIER_REGEX for m in found)
 
 
 def test_a_message_quoted_without_its_closing_full_stop_still_matches():

@@ -390,6 +390,23 @@ def test_forward_recomputed_inside_backward_counts_as_backward():
     assert parsed.user_frame.file == "/home/ana/proj/model.py"
 
 
+@pytest.mark.parametrize("library_frames", [
+    # torch < 0.4: a Variable's view ran through autograd/variable.py and _functions/
+    [(f"{SITE}/torch/autograd/variable.py", 469, "view", "return View(*sizes)(self)"),
+     (f"{SITE}/torch/autograd/_functions/tensor.py", 96, "forward", "result = i.view(*self.sizes)")],
+    # a custom Function's forward, called through apply
+    [(f"{SITE}/torch/autograd/function.py", 575, "apply", "return super().apply(*args)"),
+     ("/home/ana/proj/ops.py", 9, "forward", "return x.view(-1, 4)")],
+    # inference under @torch.no_grad()
+    [(f"{SITE}/torch/autograd/grad_mode.py", 27, "decorate_context", "return func(*a, **k)"),
+     ("/home/ana/proj/model.py", 40, "forward", "return x.view(-1, 4)")],
+])
+def test_autograd_frames_that_run_forward_are_not_the_backward_pass(library_frames):
+    frames = [("/home/ana/proj/train.py", 13, "<module>", "y = predict(x)")] + library_frames
+    parsed = parse_traceback(traceback_text(frames, "RuntimeError: input is not contiguous"))
+    assert parsed.phase == "forward"
+
+
 def test_modules_called_by_a_dataset_count_as_data_loading():
     frames = [
         ("/home/ana/proj/train.py", 30, "<module>", "for x, y in train_loader:"),

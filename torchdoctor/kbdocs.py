@@ -166,6 +166,7 @@ def _entry_section(entry: Entry) -> list[str]:
         lines += ["**Recognises** (regex searched in the error message):", ""]
         lines += [f"- {_code(p.type or 'any exception')}: {_code(p.regex)}"
                   + (f", unless the match holds {_code(p.unless)}" if p.unless else "")
+                  + (f", only when raised inside {_code(p.inside)}" if p.inside else "")
                   for p in entry.patterns]
         lines.append("")
     if entry.messages:

@@ -76,7 +76,7 @@ ENTRY_KEYS = (
 EXAMPLE_REQUIREMENTS = ("cuda", "multi_gpu", "mps", "old_torch", "other_build")
 HYPOTHESIS_KEYS = ("id", "statement", "why", "predicts", "probe", "confirm", "reject", "fix",
                    "explained_by", "excludes")
-PATTERN_KEYS = ("type", "regex", "unless")
+PATTERN_KEYS = ("type", "regex", "unless", "inside")
 PROBE_KEYS = ("name", "params")
 FIX_KEYS = ("summary", "before", "after")
 
@@ -118,8 +118,14 @@ class Pattern:
     # A second regex: when it is found in the text this one matched, the match does not
     # count. It says "any signal but Bus error" without lookahead, which RE2 lacks.
     unless: str | None = None
+    # A third: the wording counts only when the error was raised inside this op (the
+    # raising line, the functions of the frames under it). Siblings share one message
+    # ("Dimension out of range" from cross_entropy, from bmm, from anything); the frame
+    # that raised it is what tells them apart.
+    inside: str | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
     _unless: Any = field(default=None, repr=False, compare=False)
+    _inside: Any = field(default=None, repr=False, compare=False)
 
     @property
     def compiled(self) -> Any:
@@ -136,6 +142,16 @@ class Pattern:
         if self._unless is None:
             self._unless = compile_linear(self.unless, self.ignore_case)
         return None if self._unless.search(found.group(0)) else found
+
+    def raised_inside(self, context: str) -> bool:
+        """Whether ``context`` (where the error was raised) is the op this pattern is
+        about; always true for a pattern that names none. Letter case does not count:
+        the context mixes code, function names and prose."""
+        if self.inside is None:
+            return True
+        if self._inside is None:
+            self._inside = compile_linear(self.inside, True)
+        return self._inside.search(bounded(context)) is not None
 
 
 @dataclass
@@ -566,8 +582,14 @@ class _FileChecker:
             if unless is not None and not self._regex(unless, _field_line(item, "unless"),
                                                       f"{label}: unless", None):
                 continue
+            inside = item.get("inside")
+            if inside is not None and not self._regex(
+                    inside, _field_line(item, "inside"), f"{label}: inside", None,
+                    ignore_case=True):
+                continue
             if pattern is not None:
                 pattern.unless = unless
+                pattern.inside = inside
                 patterns.append(pattern)
         return patterns
 
@@ -597,7 +619,8 @@ class _FileChecker:
                     or "escape sequence" in str(exc) or "group name" in str(exc) else "")
             self.error(line, f"{label}: regex does not compile under RE2: {exc}{hint}")
             return None
-        return Pattern(regex, type_, tuple(compiled.groupindex), ignore_case, None, compiled)
+        return Pattern(regex, type_, tuple(compiled.groupindex), ignore_case, None,
+                       _compiled=compiled)
 
     def _messages(self, raw: dict, label: str, patterns: list[Pattern]) -> list[str]:
         messages = self._strings(raw, "messages", label)

@@ -73,7 +73,8 @@ def _dump_entry(entry: Entry) -> dict:
 
 def _dump_pattern(pattern: Pattern) -> dict:
     return {"regex": pattern.regex, "type": pattern.type, "groups": list(pattern.groups),
-            "ignore_case": pattern.ignore_case, "unless": pattern.unless}
+            "ignore_case": pattern.ignore_case, "unless": pattern.unless,
+            "inside": pattern.inside}
 
 
 def _dump_hypothesis(hypothesis: Hypothesis) -> dict:
@@ -124,7 +125,7 @@ def _pattern(raw: Any) -> Pattern:
     if not isinstance(ignore_case, bool):
         raise _Foreign
     return Pattern(_text(raw["regex"]), _optional_text(raw["type"]), tuple(_texts(raw["groups"])),
-                   ignore_case, _optional_text(raw["unless"]))
+                   ignore_case, _optional_text(raw["unless"]), _optional_text(raw["inside"]))
 
 
 def _hypothesis(raw: Any) -> Hypothesis:

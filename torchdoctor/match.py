@@ -26,7 +26,10 @@ Calibration: when patterns of two or more entries match one paste, every
 pattern match loses ``CONTESTED_PENALTY`` (the order stays; the certainty
 goes); among them an entry about an op the user's raising line calls
 (``torch.stack(…)`` for a stack entry, ``a @ b`` for a matmul one) gains
-``OP_BONUS``, because the frame is what tells siblings with one wording apart.
+``OP_BONUS``, because the frame is what tells siblings with one wording apart; so
+does an entry whose pattern holds only inside one op (``inside``: "Dimension out
+of range" raised in ``cross_entropy``), where the raising line, the frames under it or,
+with neither shown, the paste's words name that op.
 Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
 prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
 type and a pattern agree and no other entry's pattern matched — names the
@@ -208,7 +211,7 @@ class MatchIndex:
         self.raise_sites = [(entry, site) for entry in self.entries
                             for site in getattr(entry, "raised_in", None) or []]
         self._similarity: similar.SimilarityIndex | None = None
-        self._literals: list[tuple[str, str]] | None = None  # built on first fragment
+        self._literals: list[tuple[str, str, str]] | None = None  # built on first fragment
         self._phrases: list[tuple[_CompiledPattern, str]] | None = None
 
     def phrases(self) -> list[tuple[_CompiledPattern, str]]:
@@ -218,22 +221,27 @@ class MatchIndex:
         if self._phrases is None:
             self._phrases = []
             for pattern in self.patterns:
+                if getattr(pattern.pattern, "inside", None):
+                    continue  # it needs the frame that raised it, which a fragment lacks
                 if len(pattern.literal) >= FRAGMENT_LITERAL:
                     phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
                     if len(phrase) >= FRAGMENT_LITERAL:
                         self._phrases.append((pattern, phrase))
         return self._phrases
 
-    def distinctive(self, phrase: str, entry: object) -> bool:
-        """Whether only ``entry``'s patterns hold ``phrase``: no other entry's fixed text
+    def distinctive(self, phrase: str, pattern: _CompiledPattern) -> bool:
+        """Whether only ``pattern``'s wording holds ``phrase``: no other entry's fixed text
         contains it or is contained in it ("Expected object of scalar type " opens the
-        wordings of half a dozen entries and names none of them)."""
+        wordings of half a dozen entries and names none of them). Siblings whose pattern
+        is this very wording (a stack in the user's code, the same stack in
+        default_collate) share it: the phrase names each of them, and the frame decides."""
         if self._literals is None:
-            self._literals = [(p.entry.id, _normalise(run))
+            self._literals = [(p.entry.id, p.pattern.regex, _normalise(run))
                               for p in self.patterns for run in required_literals(p.pattern.regex)
                               if len(run) >= SHARED_LITERAL]
-        return not any(owner != entry.id and (run in phrase or phrase in run)
-                       for owner, run in self._literals)
+        return not any(owner != pattern.entry.id and regex != pattern.pattern.regex
+                       and (run in phrase or phrase in run)
+                       for owner, regex, run in self._literals)
 
     @property
     def wordings(self) -> list[str]:
@@ -497,6 +505,8 @@ class _Candidate:
     score: float
     reason: str
     fields: dict
+    # Its pattern holds only inside an op (``inside``), and the error was raised there.
+    raised_inside: bool = False
 
 
 @dataclass(frozen=True)
@@ -508,20 +518,6 @@ class _Link:
     weight: float
     is_assertion: bool = False
     is_warning: bool = False
-
-
-_WARNING_TYPE = re.compile(r"(\w{1,60}Warning): ")
-
-
-def _warning_links(parsed: object) -> list[_Link]:
-    """The warnings the parser found beside the error, each typed by its category."""
-    links = []
-    for warning in _value(_value(parsed, "extras") or {}, "warnings") or []:
-        typed = _WARNING_TYPE.match(str(warning))
-        if typed:
-            links.append(_Link(typed.group(1), str(warning)[typed.end():], OTHER_LINK_WEIGHT,
-                               is_warning=True))
-    return links
 
 
 def _links(parsed: object, paste: str = "") -> list[_Link]:
@@ -543,9 +539,24 @@ def _links(parsed: object, paste: str = "") -> list[_Link]:
     return links
 
 
+_WARNING_TYPE = re.compile(r"^(?:[^\s:]{0,300}:\d{1,9}: )?(\w{0,100}Warning): ")
+
+
+def _warning_links(parsed: object) -> list[_Link]:
+    """The warnings printed before the error, each typed by its warning class."""
+    links = []
+    for text in (_value(_value(parsed, "extras") or {}, "warnings") or [])[:20]:
+        text = str(text)
+        found = _WARNING_TYPE.match(text)
+        links.append(_Link(found.group(1) if found else None,
+                           text[found.end():] if found else text, OTHER_LINK_WEIGHT,
+                           is_warning=True))
+    return links
+
+
 def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                     raising_code: str | None = None, any_case: bool = False,
-                    retold: bool = False) -> list[_Candidate]:
+                    retold: bool = False, context: str = "") -> list[_Candidate]:
     best: dict[str, _Candidate] = {}
     for link in links:
         # A page or a terminal may break a long message inside a sentence; a pattern
@@ -563,6 +574,9 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
         lowered_blanks = blanks.text.lower() if blanks else ""
         for pattern in index.patterns:
             if any_case and len(pattern.literal) < ANY_CASE_LITERAL:
+                continue
+            inside = getattr(pattern.pattern, "inside", None)
+            if inside and not pattern.pattern.raised_inside(context):
                 continue
             if pattern.literal and pattern.literal not in lowered and (
                     pattern.literal not in lowered_unwrapped) and not (
@@ -607,11 +621,14 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                 reason = _pattern_reason(pattern, type_agrees, phase_agrees, link)
             if phase_disagrees:
                 reason += f"; not in the {_CATEGORY_PHASE[category].replace('_', ' ')} phase"
+            if inside:
+                reason += "; raised inside the op it is about"
             fields = {k: v for k, v in found.groupdict().items() if v is not None}
             if filled_in is not None and blanks is not None:
                 fields = {k: v for k, v in fields.items()
                           if not blanks.covers(*found.span(found.re.groupindex[k]))}
-            candidate = _Candidate(pattern.entry, score, reason, fields)
+            candidate = _Candidate(pattern.entry, score, reason, fields,
+                                   raised_inside=bool(inside))
             _keep_best(best, candidate)
     if len(best) > 1:
         called = _ops_called(raising_code)
@@ -625,9 +642,11 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                 # the sizes met in that call, not in default_collate.
                 candidate.score = round(candidate.score - OP_BONUS, 4)
                 candidate.reason += "; the raising line is the user's own, outside data loading"
-            elif named:
+            elif named or candidate.raised_inside:
+                # The frame that raised it tells siblings with one wording apart.
                 candidate.score = round(candidate.score + OP_BONUS, 4)
-                candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
+                if named:
+                    candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
     return list(best.values())
 
 
@@ -645,8 +664,12 @@ def _ops_called(code: str | None) -> set[str]:
 
 
 # Code a paste shows without frames: an inline `span`, a REPL line, or an indented
-# line such as the source line Python prints above the error.
-_SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$", re.MULTILINE)
+# line such as the source line Python prints above the error; or a notebook cell, the
+# lines under its `In [5]:` prompt.
+_SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$"
+                         r"|^In \[\d{0,6}\]:[ \t]*((?:\n?[^\n]{1,300}){1,20})", re.MULTILINE)
+# The statement typed at the interpreter's prompt: a <stdin> frame prints no code line.
+_REPL_LINE = re.compile(r"^>>> (\S[^\n]{0,300})$", re.MULTILINE)
 
 
 _LOADER_SHOWN = re.compile(r"torch[/\\]+utils[/\\]+data[/\\]|\bdefault_collate\b|"
@@ -659,9 +682,28 @@ def _raising_code(parsed: object, text: str) -> str | None:
     statement named in the prose) — where the user says the error came from."""
     user_frame = _value(parsed, "user_frame")
     if user_frame is not None or _value(parsed, "frames"):
-        return _value(user_frame, "code")
-    shown = [a or b for a, b in _SHOWN_CODE.findall(text[-4000:])]
+        code = _value(user_frame, "code")
+        if code is None and str(_value(user_frame, "file") or "") == "<stdin>":
+            typed = _REPL_LINE.findall(text[-4000:])
+            return typed[-1] if typed else None
+        return code
+    shown = ["".join(groups) for groups in _SHOWN_CODE.findall(text[-4000:])]
     return "\n".join(shown) or None
+
+
+def _raising_context(parsed: object, text: str, code: str | None) -> str:
+    """Where the error was raised, for a pattern that holds only inside one op
+    (``inside``): the user's raising line and the functions of the frames under it
+    (torch's ``cross_entropy`` and ``log_softmax`` below ``loss = criterion(out, y)``);
+    in a paste that shows neither frames nor code, its words ("calling the criterion
+    on them gives"), which are then all it says of where."""
+    frames = list(_value(parsed, "frames") or []) if parsed is not None else []
+    users = [i for i, frame in enumerate(frames) if _value(frame, "is_user")]
+    below = frames[users[-1] + 1:] if users else frames
+    parts = [code or ""] + [str(_value(frame, "function") or "") for frame in below]
+    if not frames and not code:
+        parts.append(_WARNING_LINE.sub("", text[-2000:]))
+    return "\n".join(part for part in parts if part)
 
 
 def _entry_ops(entry: object) -> set[str]:
@@ -740,8 +782,7 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
         # whole of a long fixed phrase that every match of the pattern contains.
         if str(pattern.entry.id) in best:
             continue
-        if any(phrase in text for text in normalised) and index.distinctive(phrase,
-                                                                            pattern.entry):
+        if any(phrase in text for text in normalised) and index.distinctive(phrase, pattern):
             specificity = len(phrase) / (len(phrase) + 40)
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(pattern.entry, score,
@@ -750,14 +791,15 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
 
 
 def _match_retyped(index: MatchIndex, links: list[_Link], phase: str | None,
-                   raising_code: str | None) -> list[_Candidate]:
+                   raising_code: str | None, context: str = "") -> list[_Candidate]:
     """A message retyped by hand (a word joined, changed or in other letter case),
     rewritten along the stored wording it follows (``retyped.py``) and matched by the
     patterns at the wording tier."""
     retold = [_Link(link.exc_type, text, link.weight)
               for link in links if not link.is_assertion
               for text in retyped.restore(link.text, index.wordings)]
-    return _match_patterns(index, retold, phase, raising_code, retold=True) if retold else []
+    return (_match_patterns(index, retold, phase, raising_code, retold=True, context=context)
+            if retold else [])
 
 
 def _match_raise_sites(index: MatchIndex, parsed: object) -> list[_Candidate]:
@@ -830,23 +872,27 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             # still show the DataLoader's own code.
             phase = "data_loading"
         code = _raising_code(parsed, tail)
-        candidates = (_match_patterns(index, links, phase, code)
-                      or _match_patterns(index, links, phase, code,
-                                         any_case=True))
+        context = _raising_context(parsed, tail, code)
+        candidates = (_match_patterns(index, links, phase, code, context=context)
+                      or _match_patterns(index, links, phase, code, any_case=True,
+                                         context=context))
         if not candidates:
             candidates = _match_messages(index, [link.text for link in links])
         if not candidates:
-            candidates = _match_retyped(index, links, phase, code)
+            candidates = _match_retyped(index, links, phase, code, context)
         if not candidates and not links[0].text.strip():
             candidates = _match_raise_sites(index, parsed)
-        if not candidates and _value(parsed, "type") and links[0].text.strip():
-            # An error nothing recognises, printed after a warning the knowledge base
-            # knows (torch 0.4's "volatile was removed", then the TypeError of the
-            # attempted fix): the warning is the lead, weighed as a link that is not the
-            # root. A traceback cut before its error has no error to set beside it.
-            candidates = _match_patterns(index, _warning_links(parsed), phase, code)
+        if not candidates and _value(parsed, "type") not in (None, "RuntimeError"):
+            # torch warned before an error nothing recognises, of a type torch's own
+            # failures seldom take (scikit-learn's ValueError on the broadcast loss's
+            # output, a TypeError from the call the warning was about): the warning names
+            # the cause, as a link that is not the error itself. An unknown RuntimeError is
+            # most likely torch's own in a wording the entries lack, and its words say more.
+            candidates = _match_patterns(index, _warning_links(parsed), phase, code,
+                                         context=context)
     else:
-        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None)
+        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None,
+                                      context=_raising_context(None, tail, None))
                       or _match_messages(index, [tail]))
     if candidates:
         prose = _prose_around(parsed, tail)

@@ -17,6 +17,12 @@ from torchdoctor.parsing.model import ChainLink, Frame
 PHASES = ("forward", "backward", "optimizer_step", "data_loading", "checkpoint_load", "other")
 ENCLOSING = frozenset({"backward", "data_loading", "checkpoint_load"})
 FORWARD_FUNCTIONS = frozenset({"_call_impl", "_wrapped_call_impl", "forward", "__call__"})
+# torch/autograd/ holds the backward engine's entry points, but also what runs forward:
+# Function.apply (a custom op's forward), before torch 0.4 every Variable op (variable.py's
+# view and cat, _functions/*.py's forward), and the no_grad/enable_grad decorators around
+# inference code. Only the engine's entry points are the backward pass.
+AUTOGRAD_BACKWARD = frozenset({"backward", "grad", "_engine_run_backward", "run_backward",
+                               "_make_grads"})
 USER_BACKWARD = re.compile(r"\.backward\(|autograd\.grad\(|\bbackward\(")
 USER_STEP = re.compile(r"\b\w*(?:optim|opt)\w*\.step\(|scaler\.step\(")
 USER_LOAD = re.compile(r"\.load_state_dict\(|torch\.load\(|load_checkpoint\(")
@@ -43,9 +49,14 @@ def frame_phase(frame: Frame) -> str | None:
     function = (frame.function or "").rsplit(".", 1)[-1]
     code = frame.code or ""
     if not frame.is_user:
-        if "torch/autograd/" in path or (path.endswith("torch/_tensor.py")
-                                         and function == "backward"):
+        if path.endswith("torch/_tensor.py") and function == "backward":
             return "backward"
+        if "torch/autograd/" in path:
+            if function in AUTOGRAD_BACKWARD:
+                return "backward"
+            if function in ("forward", "apply") or path.endswith("torch/autograd/variable.py"):
+                return "forward"
+            return None
         if "torch/optim/" in path or "torch/amp/grad_scaler" in path:
             return "optimizer_step"
         if "torch/utils/data/" in path:
