@@ -27,6 +27,8 @@ from torchdoctor.match import (
 )
 
 EXAMPLES = Path(__file__).parent / "fixtures" / "examples"
+# The op a hand-written product raises in, as knowledge/shape.yaml binds shape.matmul_inner_dim.
+MATMUL_INSIDE = r"\b(?:matmul|mm)\b|[\w)\]]\s*@\s*[\w(]"
 LINEAR_REGEX = (r"mat1 and mat2 shapes cannot be multiplied \((?P<batch>\d+)x(?P<features>\d+)"
                 r" and (?P<in_features>\d+)x(?P<out_features>\d+)\)")
 
@@ -595,6 +597,30 @@ def test_a_repl_statement_is_the_raising_line_of_a_stdin_frame():
              "RuntimeError: Dimension out of range (expected to be in range of [-2, 1], but got 2)\n")
     assert [m.entry.id for m in diagnose(paste, kb(generic, bmm)).matches] == [
         "shape.bmm_batch", "shape.dim_out_of_range"]
+
+
+def test_a_pattern_bound_to_a_product_counts_only_when_a_product_raised_it():
+    # torch prints one wording for nn.Linear and for a hand-written a @ b: the matmul
+    # entry's pattern holds only inside a product, so a module call is no contest at all.
+    matmul = Entry(id="shape.matmul_inner_dim", title="A hand-written torch.matmul",
+                   category="shape", hypotheses=[Hypothesis(id="h", statement="s")],
+                   patterns=[Pattern(regex=LINEAR_REGEX, type="RuntimeError",
+                                     inside=MATMUL_INSIDE)])
+    linear = entry("shape.linear_in_features", patterns=[("RuntimeError", LINEAR_REGEX)])
+    message = "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 16x2)\n"
+
+    def raised_by(code):
+        return ('Traceback (most recent call last):\n  File "head.py", line 9, in score\n'
+                f"    {code}\n{message}")
+
+    for code in ("out = self.fc(x)", None):
+        ranked = diagnose(raised_by(code) if code else message, kb(linear, matmul)).matches
+        assert [m.entry.id for m in ranked] == ["shape.linear_in_features"]
+        assert ranked[0].score >= CONFIDENT
+    for code in ("y = x @ w", "g = torch.mm(pair, self.gamma.t())"):
+        ranked = diagnose(raised_by(code), kb(linear, matmul)).matches
+        assert [m.entry.id for m in ranked] == ["shape.matmul_inner_dim",
+                                                "shape.linear_in_features"]
 
 
 def test_older_wordings_compare_with_each_shape_as_one_value():
