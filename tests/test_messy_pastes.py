@@ -722,3 +722,12 @@ def test_lightnings_rank_prefix_and_its_launcher_reporting_a_killed_rank(kb):
     from torchdoctor.parsing.lines import RANK_PREFIX
     found = RANK_PREFIX.match("[rank: 3] Epoch 0: 12%")
     assert found is not None and found["lightning"] == "3"
+
+
+def test_a_launchers_line_on_a_killed_rank_is_the_error_not_the_prose_after_it():
+    paste = ("Training stopped after a few hours:\n\n```\n"
+             "[rank: 0] Child process with PID 812 terminated with code -9. Forcefully "
+             "terminating all other processes to avoid zombies\n```\n\n"
+             "It is not the GPU that is out of memory: the host RAM fills up.\n")
+    parsed = parse_traceback(paste)
+    assert parsed.message.startswith("Child process with PID 812 terminated with code -9")
