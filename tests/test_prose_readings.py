@@ -270,3 +270,27 @@ def test_descriptions_rank_the_entry_that_explains_them(text, entry):
 def test_a_mere_mention_of_a_right_practice_is_not_its_failure(text):
     assert top(text) not in {"training.eval_mode_left_on", "training.shuffle_off",
                              "training.softmax_into_cross_entropy"}
+
+
+@pytest.mark.parametrize("text", [
+    "The data set has 102 flower classes and the head is nn.Linear(2048, 101).",
+    "num_classes = 12, but the classifier was built with out_features=10",
+    "37 classes; the model ends in 36 outputs",
+])
+def test_a_last_layer_narrower_than_the_class_count_reads_as_fewer_outputs(text):
+    assert any("fewer outputs than classes" in said for said in readings(text))
+
+
+@pytest.mark.parametrize("text", [
+    "10 classes: nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))",
+    "2 classes, one logit: nn.Linear(512, 1) with BCEWithLogitsLoss",
+])
+def test_a_head_as_wide_as_the_classes_or_a_single_logit_is_no_narrow_head(text):
+    assert not any("fewer outputs" in said for said in readings(text))
+
+
+def test_a_device_side_assert_beside_a_head_narrower_than_the_classes_is_the_loss_assert():
+    paste = ('Training on the GPU stops with "RuntimeError: CUDA error: device-side assert '
+             'triggered". There are 120 dog breed classes and my classifier is '
+             "nn.Linear(in_features, 119).")
+    assert diagnose(paste, KB).matches[0].entry.id == "index.nll_target_assert"

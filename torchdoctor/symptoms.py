@@ -55,6 +55,9 @@ _FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
     "classes": (
         rf"{_COUNT}[\s-]*(?:output\s+)?(?:classes|class\b|categories|labels\b|-way|{_CLASS_WORDS})",
         rf"\b(?:num_classes|n_classes|classes)\s*[=:]\s*{_COUNT}",
+        # words naming what is classified: "196 car classes", "120 dog breed classes"
+        # (not "2 of the classes", a part of them)
+        rf"{_COUNT}\s+(?!of\b)(?:[A-Za-z]{{2,20}}\s+){{1,2}}classes\b",
     ),
     "epoch": (rf"\bepochs?\s*#?\s*{_COUNT}", rf"{_COUNT}(?:st|nd|rd|th)?\s+epochs?\b"),
     "step": (
@@ -144,6 +147,11 @@ _LOSS_ACCUMULATED = re.compile(
 # setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
 # another, and float16's range (max 65504) is what overflows first.
 _NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)
+# The width of a classifier's last layer as people write it: the last nn.Linear's
+# out_features, "out_features=195", "195 outputs".
+_HEAD_WIDTH = re.compile(r"\bLinear\(\s*[^,()]{1,60},\s*(\d{1,7})\s*[,)]"
+                         r"|\bout_features\s*=\s*(\d{1,7})"
+                         r"|\b(\d{1,7})\s+(?:outputs|output units|output neurons)\b", re.IGNORECASE)
 _HALF_PRECISION = re.compile(
     r"\b(?:amp|autocast|fp16|float16|bf16|bfloat16|GradScaler|apex|mixed[ _-]?precision|"
     r"half[ _-]precision)\b|\.half\(\)", re.IGNORECASE)
@@ -306,7 +314,18 @@ def readings(text: str) -> list[str]:
         said.append("NaN under mixed precision")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
+    width = _head_width(text)
+    if classes and width and 1 < width < classes:
+        # labels up to C-1 reach past the last output: a target out of range for the loss
+        said.append(f"final layer has {width} outputs for {classes} classes, fewer outputs "
+                    "than classes")
     return said
+
+
+def _head_width(text: str) -> int | None:
+    """The output width of the last classifier layer a description names, if any."""
+    widths = [next(g for g in found.groups() if g) for found in _HEAD_WIDTH.finditer(text)]
+    return int(widths[-1]) if widths else None
 
 
 # A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
