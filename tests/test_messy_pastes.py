@@ -680,6 +680,9 @@ def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
      "shape.cat_sizes"),
     ("RuntimeError: 张量a的大小(5)必须与张量b的大小(3)在非单例维度1上匹配",
      "shape.broadcast_mismatch"),
+    ("RuntimeError: 期望所有张量都在同一设备上,但发现至少两个设备,cuda:1和cpu",
+     "device.mixed_devices"),
+    ("RuntimeError: 期望cuda类型对象但得到cpu类型", "device.mixed_devices"),
 ])
 def test_a_message_a_page_printed_machine_translated(translated, entry, kb):
     assert top(translated, kb) == entry
