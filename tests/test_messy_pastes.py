@@ -734,3 +734,12 @@ def test_a_launchers_line_on_a_killed_rank_is_the_error_not_the_prose_after_it()
              "It is not the GPU that is out of memory: the host RAM fills up.\n")
     parsed = parse_traceback(paste)
     assert parsed.message.startswith("Child process with PID 812 terminated with code -9")
+
+
+def test_a_rank_killed_while_the_words_say_host_ram_fills_up_with_workers(kb):
+    paste = ("Two-GPU training with num_workers=16 per rank ends like this:\n\n"
+             "[rank: 1] Child process with PID 5521 terminated with code -9. Forcefully "
+             "terminating all other processes to avoid zombies\n\n"
+             "Host RAM fills up over the epoch until the persistent_workers die; fewer "
+             "workers only delay it.\n")
+    assert top(paste, kb) == "dataloader.worker_copy_on_read"
