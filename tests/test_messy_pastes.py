@@ -743,3 +743,13 @@ def test_a_rank_killed_while_the_words_say_host_ram_fills_up_with_workers(kb):
              "Host RAM fills up over the epoch until the persistent_workers die; fewer "
              "workers only delay it.\n")
     assert top(paste, kb) == "dataloader.worker_copy_on_read"
+
+
+def test_a_cublas_failure_on_an_ampere_card_with_a_cuda_10_build_is_the_missing_arch(kb):
+    paste = ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
+             "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n\n"
+             "New machine with an RTX 3090; the env is torch 1.4 with cudatoolkit 10.1.\n")
+    assert top(paste, kb) == "device.arch_not_supported"
+    alone = ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
+             "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n")
+    assert top(alone, kb) == "device.cublas_failure"
