@@ -15,6 +15,7 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
+from torchdoctor.symptoms import readings
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 
@@ -39,6 +40,8 @@ FAMILIES = [
     ("training.optimizer_stale_params",
      "With the manual update over model.parameters() it learns; after swapping in optim.Adam "
      "the loss stays where it started."),
+    ("training.optimizer_stale_params",
+     "Is it fine to instantiate two extra Linear layers inside forward instead of __init__?"),
     # an evaluation has nothing random left but weights that never loaded
     ("state_dict.partial_load_silent",
      "The test accuracy changes with the seed even though I only evaluate the checkpoint."),
@@ -66,3 +69,25 @@ def test_a_phrasing_of_the_family_ranks_its_entry_first(entry, text):
 def test_a_prose_match_is_worded_as_a_guess(entry, text):
     """Words alone never make a confident diagnosis."""
     assert not diagnose(text, KB).to_dict()["matches"][0]["confident"]
+
+
+def test_a_module_built_in_a_forward_shown_as_code_is_read_as_such():
+    code = ("class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "    def forward(self, x):\n"
+            "        proj = nn.Linear(x.shape[-1], 10)\n"
+            "        return proj(x)\n")
+    assert "layer created inside forward" in readings(code)
+    assert diagnose("Val accuracy never moves.\n" + code, KB).to_dict()["matches"][0]["entry"] == (
+        "training.optimizer_stale_params")
+
+
+def test_modules_built_in_init_and_functional_calls_in_forward_are_not():
+    code = ("class Head(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.proj = nn.Linear(32, 10)\n"
+            "    def forward(self, x):\n"
+            "        return nn.functional.relu(self.proj(x))\n")
+    assert "layer created inside forward" not in readings(code)

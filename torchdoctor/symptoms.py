@@ -113,6 +113,14 @@ _LOSS_ACCUMULATED = re.compile(
     re.IGNORECASE)
 
 
+# A module built in a forward() shown as code: "self.fc = nn.Linear(...)" or "conv = nn.Conv2d(...)"
+# in the indented body under "def forward(". Each call makes a layer with new weights that the
+# optimizer, built once over model.parameters(), never holds.
+_FORWARD_BODY = re.compile(r"^([ \t]*)def forward\([^)\n]{0,200}\)[^\n]{0,80}\n((?:\1[ \t]+[^\n]*\n|[ \t]*\n){1,200})",
+                           re.MULTILINE)
+_MODULE_BUILT = re.compile(r"=\s*(?:torch\.)?nn\.[A-Z]\w{0,40}\(")
+
+
 # A memory reading: "3200mb", "10gb", "4537M", "1.300 MB" (a thousands dot: nobody gives
 # megabytes to three decimals); not the card's total ("of 8111MiB", "/ 11GB").
 _MEMORY_VALUE = re.compile(r"(?<![\d.,])(?<!\bof )(?<!/)(?<!/ )(\d{1,6})(?:([.,])(\d{1,3}))?\s?(mib|mb|m|gib|gb|g)\b",
@@ -194,7 +202,8 @@ def readings(text: str) -> list[str]:
       C classes (C read from the text, else the usual class counts and vocabularies);
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
-    - a loss tensor added to a running total without ``.item()``.
+    - a loss tensor added to a running total without ``.item()``;
+    - an ``nn`` module constructed in the body of a ``forward`` shown as code.
     """
     text = bounded(text)
     said: list[str] = []
@@ -215,6 +224,8 @@ def readings(text: str) -> list[str]:
         said.append("loss tensor accumulated without .item()")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
+    if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
+        said.append("layer created inside forward")
     return said
 
 
