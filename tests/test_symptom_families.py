@@ -31,7 +31,13 @@ FAMILIES = [
      "Right at the start the reserved memory goes up and stays up at 6 GB for the rest of training."),
     ("memory.caching_allocator",
      "Running only the forward pass in a loop takes more GPU memory than training does."),
+    ("memory.caching_allocator",
+     "Why is the GPU occupancy changing all the time during training? Inputs are point clouds."),
+    ("memory.caching_allocator",
+     "VRAM use goes up over the first epoch, then levels off around 9 GB; is that a leak?"),
     # a leak only grows, and the cache being emptied does not touch it
+    ("memory.growing",
+     "Memory increases every step and then the run stops at iteration 500 with out of memory."),
     ("memory.growing", "GPU memory keeps growing every iteration until it runs out."),
     ("memory.growing", "Memory increases each epoch and empty_cache() doesn't help at all."),
     # the optimizer holds what it was handed when built
