@@ -57,6 +57,8 @@ FAMILIES = [
      "I fixed the seed everywhere but forgot torch.backends.cudnn.deterministic, is that why?"),
     ("numerics.nan_loss",
      "I fill masked logits with float('-inf') and pass them to cross_entropy; the loss is nan."),
+    ("numerics.nan_loss",
+     "Batches where one sentence is all padded give nan once the key_padding_mask covers it."),
     ("numerics.vanishing_gradients", "深い層ほど勾配が消えてしまい、最初の層が全く更新されない"),
     ("numerics.vanishing_gradients", "前面几层的梯度消失了，权重几乎不变"),
     ("training.batchnorm_running_stats",
