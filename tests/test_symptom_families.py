@@ -61,6 +61,8 @@ FAMILIES = [
      "Batches where one sentence is all padded give nan once the key_padding_mask covers it."),
     ("numerics.vanishing_gradients", "深い層ほど勾配が消えてしまい、最初の層が全く更新されない"),
     ("numerics.vanishing_gradients", "前面几层的梯度消失了，权重几乎不变"),
+    ("training.eval_mode_left_on", "Do I need model.eval() in my inference script? Without it the masks look fine."),
+    ("training.eval_mode_left_on", "推理脚本里需要 model.eval() 吗？现在没有调用"),
     ("training.batchnorm_running_stats",
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
 ]

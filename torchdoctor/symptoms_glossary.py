@@ -113,6 +113,10 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht",
      " does not decrease"),
     (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
+    # Whether a call is needed, and a call left out: "不需要 model.eval() 吗", "不调用 eval".
+    (r"不需要|不用(?=\s*\w+\.\w+\()|要らない|必要ない|필요\s*없", " not need "),
+    (r"需要|必要|필요", " need "),
+    (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
     (r"(?:一路)?(?:降|减小|减少|调小|改小|缩小)(?:到|至)|まで(?:下げ|減らし)\w{0,3}|(?:로|으로)\s*줄",
