@@ -722,6 +722,47 @@ def test_a_traceback_cut_before_its_error_is_matched_on_the_words_around_it():
     assert TIER_REGEX <= match.score < TIER_TYPE_AND_REGEX
 
 
+# Warnings: torch 0.4's UserWarning wordings, typed as printed.
+WARNING_KB = KnowledgeBase(entries=[
+    entry("autograd.volatile_removed",
+          patterns=[("UserWarning", r"volatile was removed and now has no effect")]),
+    entry("other.zero_dim_index", patterns=[("IndexError", r"invalid index of a 0-dim tensor")]),
+])
+VOLATILE = ("train.py:653: UserWarning: volatile was removed and now has no effect. "
+            "Use `with torch.no_grad():` instead.\n  x = Variable(x, volatile=True)\n")
+ZERO_DIM = ("train.py:510: UserWarning: invalid index of a 0-dim tensor. This will be an error "
+            "in PyTorch 0.5. Use tensor.item() to convert a 0-dim tensor to a Python number\n"
+            "  total += loss.data[0]\n")
+
+
+def test_a_warning_printed_with_its_type_agrees_with_a_pattern_of_that_type():
+    diagnosis = diagnose(VOLATILE, WARNING_KB)
+    assert diagnosis.error is None  # warnings alone are no error to the parser
+    top = diagnosis.matches[0]
+    assert top.entry.id == "autograd.volatile_removed"
+    assert top.score >= TIER_TYPE_AND_REGEX
+    assert "exception type UserWarning agrees" in top.reason
+
+
+def test_the_type_printed_before_a_wording_decides_between_two_warnings():
+    # The 0-dim wording is typed IndexError (the error it became), this one is a warning.
+    ranked = [m.entry.id for m in diagnose(VOLATILE + ZERO_DIM, WARNING_KB).matches]
+    assert ranked == ["autograd.volatile_removed", "other.zero_dim_index"]
+    ranked = [m.entry.id for m in diagnose(ZERO_DIM + VOLATILE, WARNING_KB).matches]
+    assert ranked == ["autograd.volatile_removed", "other.zero_dim_index"]
+
+
+def test_a_known_warning_beside_an_unrecognised_error_is_a_lead_not_a_certainty():
+    text = VOLATILE + "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n" \
+        "    x = torch.no_grad(x)\nTypeError: __init__() takes exactly 1 argument (2 given)\n"
+    diagnosis = diagnose(text, WARNING_KB)
+    assert diagnosis.error.type == "TypeError"
+    top = diagnosis.matches[0]
+    assert top.entry.id == "autograd.volatile_removed"
+    assert top.score < CONFIDENT
+    assert "a warning printed beside the error" in top.reason
+
+
 DESERIALIZE_GONE = entry("device.no_gpu_checkpoint", patterns=[("RuntimeError", (
     r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) "
     r"is False"))], messages=[

@@ -14,6 +14,8 @@ import pytest
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
 from torchdoctor.symptoms import (
+    accuracy_values,
+    class_count,
     extract_numbers,
     learning_rates,
     loss_values,
@@ -83,6 +85,60 @@ def test_summing_the_python_number_is_not_a_leak():
     assert readings("total_loss += loss.item()\n") == []
 
 
+CHANCE = "accuracy stuck at chance, a uniform guess over {} classes"
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("val_acc: 0.1012\nval_acc: 0.0998", [10.12, 9.98]),
+    ("验证准确率一直停在 10% 左右", [10.0]),
+    ("точность на тесте 9.8 %", [9.8]),
+    ("Accuracy: 45.3%, then acc 51%", [45.3, 51.0]),
+])
+def test_accuracies_are_read_in_percent_in_any_language(text, values):
+    assert accuracy_values(text) == values
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("a 10 分类 audio model", 10), ("сеть на 7 классов", 7), ("12 クラス", 12),
+    ("training a ResNet on CIFAR-100", 100), ("Fashion-MNIST", 10), ("plain prose", None),
+])
+def test_the_class_count_is_read_from_the_words_or_the_data_set(text, count):
+    assert class_count(text) == count
+
+
+@pytest.mark.parametrize(("text", "classes"), [
+    ("10 分类的模型, 验证准确率一直是 10% 左右", 10),
+    ("Обучаю сеть на CIFAR-10: точность 10%, потом 9.9%, потом 10.1%.", 10),
+    ("ResNet-18 on CIFAR-100, top-1 stays at 1.02% for every epoch", 100),
+    ("binary classifier (2 classes), accuracy 0.50 at every epoch", 2),
+])
+def test_an_accuracy_at_one_over_c_reads_as_a_uniform_guess(text, classes):
+    assert CHANCE.format(classes) in readings(text)
+
+
+@pytest.mark.parametrize("text", [
+    "10 classes: accuracy 10%, then 35%, 61%, 78%",   # it was only the start
+    "accuracy is 10% on my data",                     # no class count to compare with
+    "CIFAR-100, accuracy 71.3%",
+])
+def test_an_accuracy_away_from_chance_or_without_c_says_nothing(text):
+    assert not [said for said in readings(text) if said.startswith("accuracy stuck")]
+
+
+def test_a_data_set_named_only_as_the_weights_origin_does_not_hide_ln_c():
+    text = "ImageNet-pretrained ResNet fine-tuned on my data: loss 2.302, loss 2.301, loss 2.303"
+    assert "loss stuck at ln(10), a uniform guess over 10 classes" in readings(text)
+    assert "loss stuck at ln(100), a uniform guess over 100 classes" in readings(
+        "CIFAR-100 from scratch, loss: 4.605 / 4.606 / 4.604")
+
+
+def test_nan_and_a_half_precision_setting_are_read_together_across_sentences():
+    text = "Loss turns NaN after 30 epochs.\n- fine without torch.cuda.amp\n- fine on small data"
+    assert "NaN under mixed precision" in readings(text)
+    assert "NaN under mixed precision" not in readings("Loss turns NaN after 30 epochs.")
+    assert "NaN under mixed precision" not in readings("switched to fp16, 2x faster")
+
+
 @pytest.mark.parametrize(("text", "levels_off"), [
     # counted readings whose growth per step slows down: the allocator's reserve filling up
     ("about 3200mb at iter 99, 7000mb at iter 219, 10gb at iter 5199", True),
@@ -110,6 +166,18 @@ DESCRIPTIONS = [
     ("跑了 50 个 epoch，loss 一直不下降，还是 2.30 左右", "training.loss_constant"),
     ("Desde la época 3 la loss se queda en 2.98 y no baja.", "training.loss_constant"),
     ("Nach 20 Epochen:\nloss: 0.6931\nloss: 0.6929\nloss: 0.6934\n", "training.loss_constant"),
+    ("训练一个 10 分类的模型, 训练损失在下降, 但验证准确率一直是 10% 左右", "training.loss_constant"),
+    ("Сеть на CIFAR-100 не обучается: точность 1% на каждой эпохе.", "training.loss_constant"),
+    # "decreases very little" is a slow loss; "goes down a little and then hovers" is not
+    ("The loss decreases very little from one epoch to the next.", "training.lr_too_low"),
+    ("the loss goes down a little and then just hovers around 0.69:\nloss: 0.700079\n"
+     "loss: 0.716837\nloss: 0.694084\nloss: 0.70559\n", "training.loss_constant"),
+    ("エポックを重ねてもロスが全く下がりません", "training.loss_constant"),
+    ("학습을 30 에폭 돌려도 손실이 줄지 않아요", "training.loss_constant"),
+    ("Лосс не падает уже 20 эпох", "training.loss_constant"),
+    ("Después de 10 épocas la pérdida no baja", "training.loss_constant"),
+    ("Training on a single GPU with the default config, the losses turn nan after a while.",
+     "training.lr_too_high"),
     # NaN: the learning rate is the cause only when the text names it as the lever
     ("Switched the model to fp16 with autocast; now the loss is nan after a few hundred steps.",
      "numerics.nan_loss"),
@@ -117,6 +185,34 @@ DESCRIPTIONS = [
     ("With lr 0.1 the loss becomes nan; with 0.001 it trains fine.", "training.lr_too_high"),
     ("The loss explodes after a few epochs; lowering the learning rate fixed it.",
      "training.lr_too_high"),
+    ("Loss turns NaN after 30 epochs.\n- fine with autocast disabled\n- a bigger lr makes it "
+     "come earlier", "numerics.nan_loss"),
+    # cudnn.benchmark: what the person complains about decides, not the setting named
+    ("Same seed, but every run gives different accuracy. We set "
+     "torch.backends.cudnn.benchmark = True at the top of train.py.", "other.nondeterminism"),
+    ("Setting torch.backends.cudnn.benchmark = False to True cut an epoch from 9 to 6 minutes.",
+     "training.cudnn_benchmark_off"),
+    ("With cudnn.benchmark = True and images of varying sizes every step is slow.",
+     "training.cudnn_benchmark_varying_shapes"),
+    ("We set cudnn benchmark to False by default: benchmark mode kept re-running whenever the "
+     "input sizes varied.", "training.cudnn_benchmark_varying_shapes"),
+    # a setting named beside a complaint about runs is no speed question
+    ("Seeds fixed, cudnn.deterministic = True and cudnn.benchmark = False, and still the two "
+     "runs differ after one epoch.", "other.nondeterminism"),
+    ("All seeds fixed, torch.backends.cudnn.benchmark = True; each training run gives a "
+     "different result.", "other.nondeterminism"),
+    ("Why do the configs set cudnn_benchmark = True for this detector only?",
+     "training.cudnn_benchmark_varying_shapes"),
+    ("Outputs change from run to run on the same image: the model is never put in eval mode, "
+     "so dropout stays on.", "training.eval_mode_left_on"),
+    ("validate() calls model.eval() and then model.train() again before the batches, so the "
+     "scores are computed in training mode.", "training.eval_mode_left_on"),
+    ("Memory goes up after the first evaluation pass, which runs the model on volatile "
+     "Variables, and stays up.", "autograd.volatile_removed"),
+    ("With torch 2.1 the validation accuracy is 2% lower than with torch 1.13, same seed and "
+     "data.", "other.nondeterminism"),
+    ("PyTorch 1.3 training is much slower than PyTorch 1.0 with the same code",
+     "training.cudnn_benchmark_off"),
     # memory
     ("GPU memory keeps going up during validation until it runs out.", "memory.growing"),
     ("```\nfor x, y in loader:\n    running_loss += loss\n```\nhost RAM climbs every epoch",

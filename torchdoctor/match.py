@@ -517,6 +517,7 @@ class _Link:
     text: str
     weight: float
     is_assertion: bool = False
+    is_warning: bool = False
 
 
 def _links(parsed: object, paste: str = "") -> list[_Link]:
@@ -548,7 +549,8 @@ def _warning_links(parsed: object) -> list[_Link]:
         text = str(text)
         found = _WARNING_TYPE.match(text)
         links.append(_Link(found.group(1) if found else None,
-                           text[found.end():] if found else text, OTHER_LINK_WEIGHT))
+                           text[found.end():] if found else text, OTHER_LINK_WEIGHT,
+                           is_warning=True))
     return links
 
 
@@ -581,19 +583,22 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                     closed and pattern.literal[-1:] == "." and closed.lower().endswith(
                         pattern.literal)) and pattern.literal not in lowered_blanks:
                 continue
+            searched = link.text
             found = pattern.search(link.text, any_case)
             if not found and unwrapped is not link.text:
-                found = pattern.search(unwrapped, any_case)
+                searched, found = unwrapped, pattern.search(unwrapped, any_case)
             if not found and closed and pattern.pattern.regex.endswith("\\."):
                 # The full stop that ends torch's sentence is what a quote drops first.
-                found = pattern.search(closed, any_case)
+                searched, found = closed, pattern.search(closed, any_case)
             filled_in = None
             if not found and blanks is not None:
+                searched = blanks.text
                 found = filled_in = pattern.search(blanks.text, any_case)
             if not found:
                 continue
+            link_type = link.exc_type or _typed_line(searched, found.start())
             type_agrees = pattern.exc_type is not None and _same_type(pattern.exc_type,
-                                                                      link.exc_type)
+                                                                      link_type)
             # A message retyped by hand in other letter case is a weaker sign: no type tier.
             type_agrees = type_agrees and not any_case and not retold
             # A kernel assertion names the failed bound itself: it is stronger evidence
@@ -717,6 +722,18 @@ _WARNING_LINE = re.compile(r"^[^\n]{0,1000}:\d{1,9}: \w{0,100}Warning: [^\n]*(?:
                            re.MULTILINE)
 
 
+# In text the parser read no error from (warnings only, a raw log), the type printed
+# before a message on its own line is that message's type: "UserWarning: volatile was
+# removed…" is a UserWarning whatever else the paste holds.
+_LINE_TYPE = re.compile(r"\b(\w{1,60}(?:Warning|Error|Exception)):[ \t]*$")
+
+
+def _typed_line(text: str, start: int) -> str | None:
+    line_start = text.rfind("\n", 0, start) + 1
+    found = _LINE_TYPE.search(text[max(line_start, start - 200):start])
+    return found.group(1) if found else None
+
+
 def _same_type(expected: str, actual: str | None) -> bool:
     if not actual:
         return False
@@ -728,6 +745,8 @@ def _pattern_reason(pattern: _CompiledPattern, type_agrees: bool, phase_agrees: 
     parts = [f"pattern {pattern.index + 1} matched"]
     if link.is_assertion:
         parts[0] += " the CUDA assertion line"
+    elif link.is_warning:
+        parts[0] += " a warning printed beside the error (the error itself is not recognised)"
     elif link.weight < 1.0:
         parts[0] += " another link of the exception chain (not the root cause)"
     if type_agrees:

@@ -42,6 +42,10 @@ _GAP = (r"(?:(?!\b(?:after|for|every|within|by|steps?|epochs?|iter|iterations?|b
 # What follows a number on its own line says nothing about it ("loss = 2.30\nepoch 1").
 _NOT_A_COUNT = r"(?!\.?\d|[ \t]*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
 
+# "10 classes" in the languages people describe their training in: 10 分类 / 10 类,
+# 10 クラス, 10 классов, 10 클래스, 10 clases / classi / Klassen.
+_CLASS_WORDS = r"分类|個?の?クラス|类|類|класс\w*|클래스|clases\b|classi\b|Klassen\b"
+
 # Each field is read by the first of its patterns that matches.
 _FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
     "loss": (
@@ -49,7 +53,7 @@ _FIELD_PATTERNS: dict[str, tuple[str, ...]] = {
         rf"{_NUMBER}\s+loss\b",
     ),
     "classes": (
-        rf"{_COUNT}[\s-]*(?:output\s+)?(?:classes|class\b|categories|labels\b|-way)",
+        rf"{_COUNT}[\s-]*(?:output\s+)?(?:classes|class\b|categories|labels\b|-way|{_CLASS_WORDS})",
         rf"\b(?:num_classes|n_classes|classes)\s*[=:]\s*{_COUNT}",
     ),
     "epoch": (rf"\bepochs?\s*#?\s*{_COUNT}", rf"{_COUNT}(?:st|nd|rd|th)?\s+epochs?\b"),
@@ -87,10 +91,35 @@ def extract_numbers(text: str) -> dict[str, str]:
 
 # Every number a loss label gives, in logs ("loss: 0.70", "[loss]: 4.99", "loss = 2.30",
 # "Loss [100, 200](epoch, minibatch):  1.72") and sentences ("loss 1.386").
+# The label may be another language's word for it (损失 / 損失, потери, 손실, pérdida).
 _LOSS_VALUE = re.compile(
-    r"\bloss(?:es)?\b[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?" + _GAP + _NUMBER + _NOT_A_COUNT,
+    r"(?:\bloss(?:es)?\b|损失|損失|\bпотер[иья]\w*|손실|\bp[ée]rdida\b)"
+    r"[\]'\"]?(?:\s*\[[\d, ]{1,40}\](?:\([\w, ]{1,40}\))?)?" + _GAP + _NUMBER + _NOT_A_COUNT,
     re.IGNORECASE,
 )
+# An accuracy as a log or a sentence gives it, in any of the usual languages:
+# "val_acc 0.1", "accuracy: 10.02%", "准确率一直停在 10% 左右", "точность 10%".
+_ACCURACY_VALUE = re.compile(
+    r"(?:(?:\b|(?<=_))(?:acc(?:uracy)?|prec@?1|top-?1)\b|准确率|正确率|准确度|精度|正解率|\bточност\w*|정확도|"
+    r"\bprecisi[oó]n\b|\bexactitud\b|\bGenauigkeit\b|\bacur[áa]cia\b|\baccuratezza\b)"
+    r"[\]'\"]?" + _GAP + _NUMBER + r"(?!\.?\d)[ \t]*(%?)",
+    re.IGNORECASE,
+)
+# Percentages after a labelled accuracy, on its line, up to the next label.
+_PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d{1,6})?)[ \t]*%")
+_SERIES_REACH = 80
+# The class count a benchmark data set fixes, when a description names the data set
+# rather than the count ("random-guess accuracy on CIFAR-100").
+_DATASET_CLASSES = (
+    (re.compile(r"\bcifar-?_?100\b", re.IGNORECASE), 100),
+    (re.compile(r"\bcifar-?_?10\b", re.IGNORECASE), 10),
+    (re.compile(r"\b(?:fashion-?_?)?mnist\b|\bsvhn\b|\bstl-?_?10\b", re.IGNORECASE), 10),
+    (re.compile(r"\btiny-?_?imagenet\b", re.IGNORECASE), 200),
+    (re.compile(r"\bimagenet(?:-?1k)?\b", re.IGNORECASE), 1000),
+)
+# An accuracy "at chance" lies within this share of 100/C percent (10 % +- 1 for ten
+# classes, 50 % +- 5 for two): a plateau of a model that predicts one class or guesses.
+_CHANCE_ACCURACY_SPREAD = 0.1
 # Three or more losses within this relative spread "do not move".
 _FLAT_SPREAD = 0.015
 # The last losses a log reports say where training is now; a falling curve that
@@ -111,6 +140,13 @@ _LR_VALUE = re.compile(
 _LOSS_ACCUMULATED = re.compile(
     r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#,]|\.(?!\w)|$)",
     re.IGNORECASE)
+# NaN and a half-precision setting named anywhere in one description: people write the
+# setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
+# another, and float16's range (max 65504) is what overflows first.
+_NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)
+_HALF_PRECISION = re.compile(
+    r"\b(?:amp|autocast|fp16|float16|bf16|bfloat16|GradScaler|apex|mixed[ _-]?precision|"
+    r"half[ _-]precision)\b|\.half\(\)", re.IGNORECASE)
 
 
 # A module built in a forward() shown as code: "self.fc = nn.Linear(...)" or "conv = nn.Conv2d(...)"
@@ -195,33 +231,88 @@ def loss_values(text: str) -> list[float]:
     return values
 
 
+def accuracy_values(text: str) -> list[float]:
+    """Every accuracy a text reports, in percent (a fraction without "%" is read as one),
+    with the percentages that follow a labelled one on its line ("accuracy 10%, then
+    35%, 61%"): a sentence names the metric once for its whole series."""
+    values = []
+    text = bounded(text)
+    for found in _ACCURACY_VALUE.finditer(text):
+        try:
+            value = float(found.group(1))
+        except ValueError:
+            continue
+        if not found.group(2) and 0 <= value <= 1:
+            value *= 100
+        if 0 <= value <= 100:
+            values.append(value)
+        rest = text[found.end():found.end() + _SERIES_REACH].split("\n", 1)[0]
+        if (label := _ACCURACY_VALUE.search(rest)) is not None:
+            rest = rest[:label.start()]
+        values.extend(float(more) for more in _PERCENT.findall(rest) if float(more) <= 100)
+    return values
+
+
+def class_count(text: str) -> int | None:
+    """The number of classes a description gives, or the one its data set fixes."""
+    return _named_classes(text) or _dataset_classes(text)
+
+
+def _named_classes(text: str) -> int | None:
+    named = extract_numbers(text).get("classes")
+    return int(named) if named and int(named) > 1 else None
+
+
+def _dataset_classes(text: str) -> int | None:
+    """A data set named is weaker evidence than a count: "ImageNet" is often only where
+    the weights came from."""
+    return next((count for pattern, count in _DATASET_CLASSES if pattern.search(text)), None)
+
+
+def _at_chance(accuracy: float, classes: int) -> bool:
+    chance = 100.0 / classes
+    return abs(accuracy - chance) <= _CHANCE_ACCURACY_SPREAD * chance
+
+
 def readings(text: str) -> list[str]:
     """What a description's numbers and identifiers say, as the phrases people write.
 
     - most of the last losses it reports sit at ln C, the loss of a uniform guess over
-      C classes (C read from the text, else the usual class counts and vocabularies);
+      C classes (C read from the text, else the data set's, else the usual class counts
+      and vocabularies);
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
+    - NaN in a description that names a half-precision setting (amp, fp16, bf16);
+    - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
+      data set it names (CIFAR-100, MNIST, ImageNet);
     - an ``nn`` module constructed in the body of a ``forward`` shown as code.
     """
     text = bounded(text)
     said: list[str] = []
+    named, dataset = _named_classes(text), _dataset_classes(text)
     recent = [value for value in loss_values(text) if value > 0][-_RECENT_LOSSES:]
     if recent:
         typical = statistics.median(recent)
-        classes = extract_numbers(text).get("classes")
-        count = chance_classes(typical, int(classes) if classes else None)
+        count = chance_classes(typical, named) if named else (
+            (dataset and chance_classes(typical, dataset)) or chance_classes(typical))
         near = sum(chance_classes(value, count) == count for value in recent) if count else 0
         if count is not None and near * 2 > len(recent):
             said.append(f"loss stuck at ln({count}), a uniform guess over {count} classes")
         if len(recent) >= 3 and (max(recent) - min(recent)) <= _FLAT_SPREAD * typical:
             said.append(f"loss stuck at {typical:g}")
+    classes = named or dataset
+    accuracies = accuracy_values(text)[-_RECENT_LOSSES:]
+    if classes and accuracies and 2 * sum(_at_chance(a, classes) for a in accuracies) > len(
+            accuracies):
+        said.append(f"accuracy stuck at chance, a uniform guess over {classes} classes")
     rates = {rate for rate in learning_rates(text) if rate > 0}
     if 2 <= len(rates) <= _MAX_RATES_COMPARED and max(rates) >= _RATES_APART * min(rates):
         said.append("several learning rates tried")
     if _LOSS_ACCUMULATED.search(text):
         said.append("loss tensor accumulated without .item()")
+    if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
+        said.append("NaN under mixed precision")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
