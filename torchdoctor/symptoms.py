@@ -157,6 +157,14 @@ _HALF_PRECISION = re.compile(
     r"half[ _-]precision)\b|\.half\(\)", re.IGNORECASE)
 
 
+# A module built in a forward() shown as code: "self.fc = nn.Linear(...)" or "conv = nn.Conv2d(...)"
+# in the indented body under "def forward(". Each call makes a layer with new weights that the
+# optimizer, built once over model.parameters(), never holds.
+_FORWARD_BODY = re.compile(r"^([ \t]*)def forward\([^)\n]{0,200}\)[^\n]{0,80}\n((?:\1[ \t]+[^\n]*\n|[ \t]*\n){1,200})",
+                           re.MULTILINE)
+_MODULE_BUILT = re.compile(r"=\s*(?:torch\.)?nn\.[A-Z]\w{0,40}\(")
+
+
 # A memory reading: "3200mb", "10gb", "4537M", "1.300 MB" (a thousands dot: nobody gives
 # megabytes to three decimals); not the card's total ("of 8111MiB", "/ 11GB").
 _MEMORY_VALUE = re.compile(r"(?<![\d.,])(?<!\bof )(?<!/)(?<!/ )(\d{1,6})(?:([.,])(\d{1,3}))?\s?(mib|mb|m|gib|gb|g)\b",
@@ -285,7 +293,8 @@ def readings(text: str) -> list[str]:
     - a loss tensor added to a running total without ``.item()``;
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
-      data set it names (CIFAR-100, MNIST, ImageNet).
+      data set it names (CIFAR-100, MNIST, ImageNet);
+    - an ``nn`` module constructed in the body of a ``forward`` shown as code.
     """
     text = bounded(text)
     said: list[str] = []
@@ -319,6 +328,8 @@ def readings(text: str) -> list[str]:
         # labels up to C-1 reach past the last output: a target out of range for the loss
         said.append(f"final layer has {width} outputs for {classes} classes, fewer outputs "
                     "than classes")
+    if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
+        said.append("layer created inside forward")
     return said
 
 
