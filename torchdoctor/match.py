@@ -933,9 +933,13 @@ def diagnose(text: str, kb: object) -> Diagnosis:
 
 def _prose_around(parsed: object, text: str) -> str:
     """What the person wrote around the error: the paste without its traceback's frame
-    lines and without the message's own words (those the message's entry read)."""
+    lines and without the message's own words (those the message's entry read), its
+    exception's name among them (``torch._dynamo.exc.Unsupported:`` is torch's, not a
+    description of a graph break)."""
     if parsed is None or _value(parsed, "type") is None:
         return text  # no error line: the "message" is the person's own sentence
+    named = re.compile(r"(?:[\w]+\.)*" + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1])
+                       + r"\s*:")
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
                    if line.strip()}, key=len, reverse=True)
     frames = _value(parsed, "frames") or []
@@ -948,7 +952,7 @@ def _prose_around(parsed: object, text: str) -> str:
             continue
         for part in said:
             line = line.replace(part, " ")
-        kept.append(line)
+        kept.append(named.sub(" ", line))
     return "\n".join(kept)
 
 
