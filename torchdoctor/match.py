@@ -56,16 +56,17 @@ from pathlib import Path
 
 from torchdoctor import facts as derived_facts
 from torchdoctor import private_cache, retyped, similar, symptoms, translated
-from torchdoctor.linear_regex import TEXT_LIMIT, RegexError, bounded, compile_linear
+from torchdoctor.linear_regex import (
+    TEXT_LIMIT,
+    RegexError,
+    bounded,
+    compile_linear,
+    sre_parse,
+)
 from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import quoted_conditions
 from torchdoctor.parsing.placeholders import filled
 from torchdoctor.raised_by import raised_by
-
-try:  # Python 3.11+
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 TIER_TYPE_AND_REGEX = 3.0
 TIER_REGEX = 2.0
@@ -112,7 +113,7 @@ def required_literals(regex: str) -> list[str]:
     """Every literal run that any match of ``regex`` must contain (branches and
     optional parts are left out, so each run is truly required)."""
     try:
-        tree = _sre_parse.parse(regex)
+        tree = sre_parse.parse(regex)
     except re.error:
         return []
     return _literal_runs(list(tree))

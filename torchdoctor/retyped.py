@@ -29,10 +29,7 @@ import re
 from collections.abc import Iterable
 from difflib import SequenceMatcher
 
-try:  # Python 3.11+
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+from torchdoctor.linear_regex import sre_parse
 
 # Of the words in the stretch of a stored wording that the message follows, at
 # least this share must be the message's own: one word in five may be retyped.
@@ -60,7 +57,7 @@ def wordings_of(regex: str) -> list[str]:
     set of alternatives, a PLACEHOLDER for each value, and its optional parts left out
     in one wording and written in the other; [] when the regex cannot be read."""
     try:
-        tree = list(_sre_parse.parse(regex))
+        tree = list(sre_parse.parse(regex))
         return list(dict.fromkeys("".join(_written(tree, optional)) for optional in (False, True)))
     except (re.error, RecursionError, TypeError, ValueError):
         return []
