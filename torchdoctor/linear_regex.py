@@ -30,7 +30,7 @@ import re2
 # Python's own regex parser, for reading a pattern's structure (its fixed words, its
 # alternatives); it moved in Python 3.11.
 try:  # Python 3.11+
-    from re import _parser as sre_parse  # type: ignore[attr-defined]  # noqa: F401 (for match, retyped)
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]  # noqa: F401
 
