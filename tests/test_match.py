@@ -953,3 +953,15 @@ def test_words_around_a_message_two_entries_share_decide_between_them():
                     kb(concatenation, batching))
     assert [m.entry.id for m in said.matches] == ["shape.stacked_batch", "shape.concatenated"]
     assert said.matches[0].score == round(said.matches[1].score + 0.01, 4)
+
+
+def test_a_negation_contracted_or_spelt_out_lines_up_with_the_stored_wording():
+    from torchdoctor.retyped import restore
+
+    stored = ["Inference tensors cannot be saved for backward",
+              "element 0 of tensors does not require grad and does not have a grad_fn"]
+    assert restore("Inference tensors can't be saved for backward", stored) == [stored[0]]
+    assert restore("element 0 of tensors doesn't require grad and doesn’t have a grad_fn",
+                   stored) == [stored[1]]
+    # a negation is not any word: "can" alone is not "cannot"
+    assert restore("Inference tensors can be saved for backward", stored) == []

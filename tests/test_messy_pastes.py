@@ -753,3 +753,79 @@ def test_a_cublas_failure_on_an_ampere_card_with_a_cuda_10_build_is_the_missing_
     alone = ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
              "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n")
     assert top(alone, kb) == "device.cublas_failure"
+
+
+@pytest.mark.parametrize(("paste", "entry"), [
+    ("Fine-tuning stops in a CUDA assertion from indexSelectLargeIndex "
+     "(`srcIndex < srcSelectDimSize` failed) right after I added a pad token.\n",
+     "index.embedding_out_of_range"),
+    ("The classifier aborts with a kernel assertion; its log line says "
+     "'t >= 0 && t < n_classes' failed on the second batch.\n", "index.nll_target_assert"),
+])
+def test_a_kernel_condition_retold_beside_the_word_assertion_names_its_cause(kb, paste, entry):
+    # No "device-side assert triggered" line was pasted: the person's "assertion" says
+    # the quoted comparison is the kernel's.
+    assert top(paste, kb) == entry
+
+
+def test_an_error_that_is_itself_an_assertion_is_not_read_again_as_a_kernels(kb):
+    # THNN's CPU check prints the condition in its own message: it names the CPU entry.
+    paste = ("RuntimeError: Assertion `cur_target >= 0 && cur_target < n_classes' failed.  at "
+             "/pytorch/aten/src/THNN/generic/ClassNLLCriterion.c:93\n")
+    assert top(paste, kb) == "index.target_out_of_bounds"
+
+
+@pytest.mark.parametrize("reporter", [
+    "copy_if failed to synchronize: cudaErrorAssert: ",
+    "copy_if failed to synchronize: ",
+    "radix_sort: failed on 2nd step: cudaErrorAssert: ",
+    "transform: failed to synchronize: cudaErrorAssert: ",
+])
+def test_every_wrapper_of_cudas_assert_status_is_the_device_side_assert(kb, reporter):
+    paste = f"RuntimeError: {reporter}device-side assert triggered\n"
+    assert top(paste, kb) == "index.device_side_assert"
+
+
+@pytest.mark.parametrize("message", [
+    # torch 1.0 - 1.4, a torch.cat of a CUDA and a CPU tensor
+    "Expected object of backend CUDA but got backend CPU for sequence element 1 in sequence "
+    "argument at position #1 'tensors'",
+    # torch 1.5 - 1.8, torch.cat on CUDA
+    "All input tensors must be on the same device. Received cpu and cuda:1",
+    # torch 0.4, one side a torch.cuda type
+    "Expected a Tensor of type torch.cuda.FloatTensor but found a type torch.FloatTensor for "
+    "sequence element 1 in sequence argument at position #1 'tensors'",
+    # THCUNN and THC, torch <= 0.4
+    "Assertion `THCTensor_(checkGPU)(state, 4, input, target, output, total_weight)' failed. "
+    "Some of weight/gradient/input tensors are located on different GPUs. Please move them to "
+    "a single one. at /pytorch/torch/lib/THCUNN/generic/ClassNLLCriterion.cu:27",
+    "tensors are on different GPUs",
+])
+def test_a_join_or_a_layer_across_devices_in_each_releases_wording(kb, message):
+    assert top(f"RuntimeError: {message}\n", kb) == "device.mixed_devices"
+
+
+def test_a_join_of_two_dtypes_on_one_device_stays_a_dtype_error(kb):
+    paste = ("RuntimeError: Expected a Tensor of type torch.cuda.FloatTensor but found a type "
+             "torch.cuda.LongTensor for sequence element 1 in sequence argument at position #1 "
+             "'tensors'\n")
+    assert top(paste, kb) == "dtype.cat_mixed_dtypes"
+
+
+def test_a_convolutions_weight_printed_without_brackets_by_torch_1_1(kb):
+    paste = ("RuntimeError: Given groups=1, weight of size 16 3 5 5, expected input[4, 1, 64, 64] "
+             "to have 3 channels, but got 1 channels instead\n")
+    [match] = diagnose(paste, kb).matches[:1]
+    assert match.entry.id == "shape.conv_channels"
+    assert (match.fields["weight_size"], match.fields["got_channels"]) == ("16 3 5 5", "1")
+
+
+@pytest.mark.parametrize("paste", [
+    "RuntimeError: Setting requires_grad=True on inference tensor outside InferenceMode is not "
+    "allowed.\n",
+    # retyped from a screenshot: "can't" for "cannot", no space after the full stop
+    "RuntimeError:Inference tensors can't be saved for backward.To work around you can make a "
+    "clone to get a normal tensor and use it in autograd\n",
+])
+def test_inference_tensors_in_each_wording(kb, paste):
+    assert top(paste, kb) == "autograd.inference_tensor"

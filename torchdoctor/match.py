@@ -527,17 +527,28 @@ def _links(parsed: object, paste: str = "") -> list[_Link]:
     for line in _value(extras, "cuda_asserts") or []:
         text = line if isinstance(line, str) else _value(line, "text") or _value(line, "line")
         links.append(_Link(_value(parsed, "type"), str(text or line), 1.0, is_assertion=True))
-    if len(links) == 1 and _DEVICE_ASSERT in links[0].text.lower():
-        # No kernel line, but the prose may retell the kernel's condition in quotes.
-        for condition in quoted_conditions(bounded(paste)):
-            links.append(_Link(_value(parsed, "type"), f"Assertion `{condition}` failed.", 1.0,
-                               is_assertion=True))
+    if len(links) == 1:
+        links += _retold_assertions(_value(parsed, "type"), links[0].text, paste)
     message = links[0].text
     for link in _value(parsed, "chain") or []:
         text = str(_value(link, "message") or "")
         if text and text != message:
             links.append(_Link(_value(link, "type"), text, OTHER_LINK_WEIGHT))
     return links
+
+
+def _retold_assertions(exc_type: str | None, message: str, paste: str) -> list[_Link]:
+    """No kernel line, but the prose may retell the kernel's condition in quotes, beside
+    the device-side assert or in its place, where it speaks of an assertion ("dies with a
+    CUDA assertion in indexSelectLargeIndex (`srcIndex < srcSelectDimSize` failed)"); an
+    error that is itself an assertion (THNN's on the CPU) already says which one failed; a
+    line the parser read no type from is the person's own sentence."""
+    said = message.lower()
+    if not (_DEVICE_ASSERT in said or (
+            not (exc_type and "assert" in said) and _ASSERTION_TOLD.search(bounded(paste)))):
+        return []
+    return [_Link(exc_type, f"Assertion `{condition}` failed.", 1.0, is_assertion=True)
+            for condition in quoted_conditions(bounded(paste))]
 
 
 _WARNING_TYPE = re.compile(r"^(?:[^\s:]{0,300}:\d{1,9}: )?(\w{0,100}Warning): ")
@@ -719,6 +730,9 @@ def _entry_ops(entry: object) -> set[str]:
 
 
 _DEVICE_ASSERT = "device-side assert triggered"
+# A paste that speaks of an assertion, in words or in torch's: a condition it quotes is the
+# kernel's, whose own line it left out.
+_ASSERTION_TOLD = re.compile(r"\bassert(?:ion|ions|ed|s)?\b|断言|アサーション|어설션", re.IGNORECASE)
 _PADDING = re.compile(r"(?<=\S) {8,}(?=\S)")
 _CODE_COLON = re.compile(r"\((\d{1,4})\):(?= )")
 _LINE_BREAK = re.compile(r"[ \t]*\n[ \t]*")
@@ -903,7 +917,8 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             candidates = _match_patterns(index, _warning_links(parsed), phase, code,
                                          context=context)
     else:
-        candidates = (_match_patterns(index, [_Link(None, tail, 1.0)], None,
+        candidates = (_match_patterns(index, [_Link(None, tail, 1.0),
+                                              *_retold_assertions(None, "", tail)], None,
                                       context=_raising_context(None, tail, None))
                       or _match_messages(index, [tail]))
     if candidates:

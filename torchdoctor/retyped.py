@@ -96,13 +96,26 @@ def _fills(word: str, wording: str) -> bool:
 
 def _key(word: str) -> str:
     """A word as compared: lower case, numbers (and a pattern's values) as '#', no
-    punctuation at its edges."""
-    return _NUMBER.sub("#", word.lower()).replace(PLACEHOLDER, "#").strip(_EDGES) or word
+    punctuation at its edges, a contraction spelt out ("can't" is "cannot")."""
+    key = _NUMBER.sub("#", word.lower()).replace(PLACEHOLDER, "#").strip(_EDGES) or word
+    return _spelt_out(key)
 
 
 def _letters(words: list[str]) -> str:
-    return _LETTERS.sub("", "".join(_NUMBER.sub("#", w.lower()).replace(PLACEHOLDER, "#")
-                                    for w in words))
+    return _LETTERS.sub("", "".join(_spelt_out(_NUMBER.sub("#", w.lower()).replace(
+        PLACEHOLDER, "#")) for w in words))
+
+
+# torch says "can't" in one message and "cannot" in the next, and a person retelling
+# either writes whichever comes to mind: a negation is compared spelt out, so "can't"
+# lines up with "cannot" and "doesn't" with "does not" (by its letters, two words).
+_NEGATION = re.compile(r"(\w+)n['\u2019]t\b")
+_IRREGULAR = {"ca": "can", "wo": "will", "sha": "shall"}
+
+
+def _spelt_out(word: str) -> str:
+    return _NEGATION.sub(lambda found: _IRREGULAR.get(found.group(1), found.group(1)) + "not",
+                         word)
 
 
 def restore(message: str, wordings: Iterable[str]) -> list[str]:
