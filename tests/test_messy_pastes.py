@@ -829,3 +829,26 @@ def test_a_convolutions_weight_printed_without_brackets_by_torch_1_1(kb):
 ])
 def test_inference_tensors_in_each_wording(kb, paste):
     assert top(paste, kb) == "autograd.inference_tensor"
+
+
+def test_a_model_that_is_itself_the_wrapper_expects_the_prefix_whatever_the_key_lists_show(kb):
+    paste = ("RuntimeError: Error(s) in loading state_dict for DataParallel:\n"
+             "\tMissing key(s) in state_dict:\n...\n\tUnexpected key(s) in state_dict:\n...\n")
+    assert top(paste, kb) == "state_dict.module_prefix"
+    # a whole training checkpoint loaded as weights is not a prefix problem
+    whole = paste.replace("state_dict:\n...\n", 'state_dict: "epoch", "state_dict".\n', 1)
+    whole = whole.replace('Unexpected key(s) in state_dict:\n...', 'Unexpected key(s) in '
+                          'state_dict: "epoch", "state_dict".')
+    assert top(whole, kb) != "state_dict.module_prefix"
+
+
+def test_a_sentence_that_names_the_script_is_the_persons_own_words(kb):
+    # "test.py" is also a frame's file; only the frame line itself is the traceback's.
+    paste = ("Trained with DataParallel on two GPUs; test.py on a single GPU then fails when "
+             "loading:\n"
+             "Traceback (most recent call last):\n"
+             '  File "test.py", line 42, in main\n'
+             "    net.load_state_dict(state)\n"
+             "RuntimeError: Error(s) in loading state_dict for Net:\n"
+             '\tMissing key(s) in state_dict: "fc.weight", "fc.bias".\n')
+    assert top(paste, kb) == "state_dict.module_prefix"

@@ -105,3 +105,31 @@ def test_a_loss_value_that_starts_with_zero_is_no_zero():
     read = in_english("loss 一直是 0.693，梯度是 0")
     assert read is not None
     assert "0.693" in read and read.count("is zero") == 1
+
+
+KEYS_AFTER_WRAPPER = [
+    # trained under DataParallel on several GPUs, loaded on one: the keys carry "module."
+    ("用多卡训练的模型,换成单卡加载权重就报 Missing key(s),两块卡推理却没问题\n"
+     "RuntimeError: Error(s) in loading state_dict for UNet:\n"
+     '\tMissing key(s) in state_dict: "inc.conv.0.weight", "inc.conv.0.bias"...\n'),
+    ("Trained with nn.DataParallel on 4 GPUs; running predict.py on one GPU fails:\n"
+     "RuntimeError: Error(s) in loading state_dict for UNet:\n"
+     '\tMissing key(s) in state_dict: "inc.conv.0.weight", "inc.conv.0.bias"...\n'),
+]
+
+
+@pytest.mark.parametrize("text", KEYS_AFTER_WRAPPER)
+def test_keys_missing_after_training_on_several_gpus_and_loading_on_one_are_the_prefix(text):
+    assert _top(text) == "state_dict.module_prefix"
+
+
+def test_a_run_slower_on_several_gpus_than_on_one_is_no_checkpoint_prefix():
+    # the same "several GPUs ... one GPU" shape without a checkpoint being loaded
+    text = "Training on 4 GPUs with DataParallel is slower than on one GPU, each step takes longer"
+    assert _top(text) == "distributed.dataparallel_overhead"
+
+
+def test_the_words_for_several_gpus_one_gpu_and_an_unwrapped_model_read_as_english():
+    read = in_english("单机多卡训练,单卡加载,不包 DataParallel 的话推理报错")
+    assert "multiple GPUs" in read and "single GPU" in read and "load" in read
+    assert "without the wrapper" in read and "inference" in read

@@ -959,12 +959,15 @@ def _prose_around(parsed: object, text: str) -> str:
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
                    if line.strip()}, key=len, reverse=True)
     frames = _value(parsed, "frames") or []
-    shown = {str(_value(frame, "file") or "") for frame in frames} - {""}
+    shown = sorted({str(_value(frame, "file") or "") for frame in frames} - {""})[:50]
     codes = {str(_value(frame, "code") or "").strip() for frame in frames} - {""}
+    # A frame line names its file with a line number ('File "test.py", line 94',
+    # "manolayer.py:196"); the person's own sentence may name the script it ran.
+    frame_lines = [re.compile(re.escape(path) + _LINE_NUMBER_AFTER) for path in shown]
     kept = []
     for line in text.splitlines():
         if _TRACEBACK_HEAD.match(line) or line.strip() in codes or any(
-                path in line for path in shown):
+                path in line and frame.search(line) for path, frame in zip(shown, frame_lines)):
             continue
         for part in said:
             line = line.replace(part, " ")
@@ -973,6 +976,7 @@ def _prose_around(parsed: object, text: str) -> str:
 
 
 _TRACEBACK_HEAD = re.compile(r"\s*Traceback \(most recent call last\)")
+_LINE_NUMBER_AFTER = r"""["']?(?:,\s*line\s*|:)\d"""
 
 
 # A failure placed at the start of a phase (validation starts and memory climbs) is that
