@@ -852,3 +852,29 @@ def test_a_sentence_that_names_the_script_is_the_persons_own_words(kb):
              "RuntimeError: Error(s) in loading state_dict for Net:\n"
              '\tMissing key(s) in state_dict: "fc.weight", "fc.bias".\n')
     assert top(paste, kb) == "state_dict.module_prefix"
+
+
+@pytest.mark.parametrize("paste", [
+    "With torch.compile(mode=\"max-autotune\") the build of my model dies inside Triton on a "
+    "small matmul; only max-autotune fails, the default mode is fine.\n",
+    "backend=\"eager\" works, but the inductor backend errors out while compiling the "
+    "attention block.\n",
+])
+def test_compiling_that_fails_inside_the_backend_told_in_words(kb, paste):
+    assert top(paste, kb) == "compile.backend_failed"
+
+
+def test_a_compiled_model_that_is_slow_is_not_a_backend_failure(kb):
+    paste = "The first epoch with torch.compile is very slow, later ones are faster.\n"
+    found = top(paste, kb)
+    assert found is not None and found.startswith("compile.")
+    assert found != "compile.backend_failed"
+
+
+def test_autotuning_left_without_a_kernel_is_the_backends_failure(kb):
+    paste = ("torch._inductor.exc.NoValidChoicesError: No choices to select, please consider "
+             "adding ATEN into max_autotune_gemm_backends config (defined in "
+             "torch/_inductor/config.py) to allow at least one choice.\n")
+    [match] = diagnose(paste, kb).matches[:1]
+    assert match.entry.id == "compile.backend_failed"
+    assert "no_autotune_choice" in [h["id"] for h in match.hypotheses]
