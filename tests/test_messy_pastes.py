@@ -683,6 +683,10 @@ def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
     ("RuntimeError: 期望所有张量都在同一设备上,但发现至少两个设备,cuda:1和cpu",
      "device.mixed_devices"),
     ("RuntimeError: 期望cuda类型对象但得到cpu类型", "device.mixed_devices"),
+    ("RuntimeError: 给定groups=1,权重大小为[64, 3, 7, 7],期望输入[8, 1, 224, 224]有3个通道,"
+     "但得到1个通道", "shape.conv_channels"),
+    ("RuntimeError: 给定groups=1，权重尺寸为32 1 3 3，期望输入[4, 3, 64, 64]有1个通道，但实际只有3个通道",
+     "shape.conv_channels"),
 ])
 def test_a_message_a_page_printed_machine_translated(translated, entry, kb):
     assert top(translated, kb) == entry
@@ -878,3 +882,17 @@ def test_autotuning_left_without_a_kernel_is_the_backends_failure(kb):
     [match] = diagnose(paste, kb).matches[:1]
     assert match.entry.id == "compile.backend_failed"
     assert "no_autotune_choice" in [h["id"] for h in match.hypotheses]
+
+
+def test_a_device_message_quoted_only_up_to_its_first_comma(kb):
+    paste = ("训练时一跑到前向就报 RuntimeError: Expected object of backend CUDA but got backend "
+             "CPU,模型已经 .cuda() 过了\n")
+    assert top(paste, kb) == "device.mixed_devices"
+
+
+def test_a_tensor_still_on_the_cpu_after_cuda_told_with_the_interpreters_output(kb):
+    # no error at all: the person shows .cuda() and then a member tensor's device
+    paste = ("После model.cuda() параметры на GPU:\n"
+             ">>> next(model.fc.parameters()).device\ndevice(type='cuda', index=0)\n"
+             "а тензор-атрибут остался:\n>>> model.scale.device\ndevice(type='cpu')\n")
+    assert top(paste, kb) == "device.mixed_devices"

@@ -45,6 +45,14 @@ _RENDERINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"[期预]望\s*(\w+?)\s*类型(?:的)?对象[,，]?\s*但得到\s*(\w+?)\s*类型",
          r"Expected object of device type \1 but got device type \2"),
         (r"输入、输出和索引必须在当前设备上", "Input, output and indices must be on the current device"),
+        # A convolution's channels: "Given groups=1, weight of size [16, 1, 5, 5], expected
+        # input[100, 3, 256, 256] to have 1 channels, but got 3 channels instead" (torch 1.1 -
+        # 1.4 printed the weight's sizes without brackets, and the translation keeps them so).
+        (r"给定\s*(groups|transposed)\s*=\s*(\d+)\s*[,，]\s*权重(?:的)?(?:大小|尺寸|形状)(?:为|是)?\s*"
+         r"(\[[\d, ]*\]|\d+(?: \d+)*)\s*[,，]\s*(?:期望|预期)(?:的)?输入\s*(\[[\d, ]*\])\s*(?:有|具有|应有)"
+         + _N + r"个通道\s*[,，]\s*但(?:是)?(?:实际)?(?:只)?(?:得到了?|有|收到了?)" + _N + r"个通道",
+         r"Given \1=\2, weight of size \3, expected input\4 to have \5 channels, but got \6 "
+         r"channels instead"),
         (r"无效参数" + _N, r"invalid argument \1"),
         (r"大小不匹配", "size mismatch"),
         (r"CUDA\s*内存不足", "CUDA out of memory"),
