@@ -4,7 +4,9 @@ Each list holds sentences of the kind people post, in several phrasings, for one
 fact about torch that decides between entries which otherwise read alike: memory
 that the caching allocator holds (it moves with input sizes, empty_cache gives it
 back, it goes up and stays) against memory that leaks (it only grows, empty_cache
-does nothing); a layer the optimizer never saw; a trained model whose evaluation
+does nothing) and against the host RAM that DataLoader workers copy; a model
+evaluated in train mode against BatchNorm statistics that do not fit and against a
+forward pass that mixes the samples of a batch; a layer the optimizer never saw; a trained model whose evaluation
 hangs on the seed (weights that never loaded) against a training run that varies.
 They run through `diagnose` with the shipped knowledge base.
 """
@@ -65,6 +67,50 @@ FAMILIES = [
     ("training.eval_mode_left_on", "推理脚本里需要 model.eval() 吗？现在没有调用"),
     ("training.batchnorm_running_stats",
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
+    # eval() missing where the model evaluates: a contrast between two paths, a notebook call
+    # that displayed nothing (eval() returns the module), someone else's weights answering one class
+    ('training.eval_mode_left_on',
+     'predict.py switches the network to eval mode before scoring, while the validation hook inside train.py does not.'),
+    ('training.eval_mode_left_on',
+     'In Colab, model.eval() printed nothing at all, and the downloaded weights still give a wrong label.'),
+    ('training.eval_mode_left_on',
+     'Jupyter で model.eval() を実行しても何も表示されませんでした。推論結果もおかしいです。'),
+    ('training.eval_mode_left_on',
+     "I downloaded a pretrained densenet and it says 'toilet tissue' for every image I feed it, one image at a time."),
+    ('training.eval_mode_left_on',
+     'train() is only called once per epoch, but the mid-epoch validation calls eval(), so later batches train in eval mode.'),
+    # eval() makes the numbers worse, or taking it out brings the training-time numbers back
+    ('training.batchnorm_running_stats',
+     'Adding model.eval() before the test loop lowers the IoU from 0.71 to 0.40.'),
+    ('training.batchnorm_running_stats',
+     'If I comment out the eval() call, validation loss is back to the same as the training loss.'),
+    # a sample's output depends on the samples beside it in the batch
+    ('training.batch_dependent_forward',
+     'A single sentence scored alone gets a different probability than when it is scored together with its neighbours in a batch.'),
+    ('training.batch_dependent_forward',
+     'The embedding of each sample should be independent of the other samples in the batch, but it is not.'),
+    # evaluation that records a graph nothing uses (no torch.no_grad, or before 0.4 no volatile)
+    ('memory.caching_allocator',
+     'The evaluation loop runs without torch.no_grad, and inference takes much more GPU memory than training does.'),
+    ('memory.caching_allocator',
+     'Predicting with plain Variables costs twice the memory; setting volatile=True brings memory back to normal.'),
+    # a model's outputs kept on the device in a list
+    ('memory.growing',
+     'GPU memory creeps up during evaluation; my loop does `outputs.append(out)` for every batch.'),
+    # one input too large for the card, or torch's OOM message retold
+    ('memory.cuda_oom',
+     'Out of memory on a 48 GB card as soon as I feed a 4000x3000 image to the model.'),
+    ('memory.cuda_oom',
+     'The attention layer alone tries to allocate 64 GB for one input.'),
+    ('memory.cuda_oom',
+     'Training died with cuda runtime error: out of memory after some time; batch size is 2.'),
+    # workers that each copy a dataset of Python objects as they read it
+    ('dataloader.worker_copy_on_read',
+     'RAM usage climbs through the epoch because of copy-on-read: every worker touches my list of dicts.'),
+    ('dataloader.worker_copy_on_read',
+     'My huge annotations dict is read by all 12 workers and host RAM keeps rising.'),
+    ('dataloader.worker_copy_on_read',
+     'System memory is exhausted right after building the DataLoaders, before a single step runs.'),
 ]
 
 
@@ -101,3 +147,15 @@ def test_modules_built_in_init_and_functional_calls_in_forward_are_not():
             "    def forward(self, x):\n"
             "        return nn.functional.relu(self.proj(x))\n")
     assert "layer created inside forward" not in readings(code)
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("GPU memory grows in my eval loop:\n    preds.append(logits)\n", True),
+    ("VRAM keeps rising; I collect all_outputs.append(model_out) each step", True),
+    # converted, detached or moved first: nothing stays on the device
+    ("GPU memory grows in my eval loop:\n    preds.append(logits.detach().cpu())\n", False),
+    # a list of outputs in a text that says nothing of memory
+    ("Accuracy is low; I do preds.append(logits) and concatenate at the end.", False),
+])
+def test_a_models_output_appended_as_it_is_is_read_only_beside_memory(text, kept):
+    assert ("model outputs appended to a list as tensors" in readings(text)) is kept

@@ -105,3 +105,15 @@ def test_a_loss_value_that_starts_with_zero_is_no_zero():
     read = in_english("loss 一直是 0.693，梯度是 0")
     assert read is not None
     assert "0.693" in read and read.count("is zero") == 1
+
+
+@pytest.mark.parametrize("text", [
+    "model.eval() を実行しても何も出なかった",
+    "运行 model.eval() 之后什么都没有输出",
+    "model.eval() 를 실행해도 아무것도 출력되지 않았어요",
+    "model.eval() ничего не вывел",
+    "model.eval() no imprime nada",
+    "model.eval() gibt nichts aus",
+])
+def test_a_call_that_showed_nothing_is_read_in_every_language(text):
+    assert "printed nothing" in (in_english(text) or "")

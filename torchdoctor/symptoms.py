@@ -165,6 +165,15 @@ _FORWARD_BODY = re.compile(r"^([ \t]*)def forward\([^)\n]{0,200}\)[^\n]{0,80}\n(
 _MODULE_BUILT = re.compile(r"=\s*(?:torch\.)?nn\.[A-Z]\w{0,40}\(")
 
 
+# A model's output appended to a list as it came out, shown as code ("all_preds.append(logits)"):
+# not its Python number, a detached copy or a CPU copy, so every step's tensor (and, outside
+# no_grad, its graph) stays on the device. Read only where the text speaks of memory.
+_OUTPUT_APPENDED = re.compile(
+    r"\.append\(\s*(?:\w+\.)*(?:logits?|outputs?|out|preds?|predictions?|scores?|probs?|y_?hat"
+    r"|\w+_(?:logits|preds?|outputs?|out))\s*\)", re.IGNORECASE)
+_MEMORY_WORD = re.compile(r"\b(?:memory|ram|vram|oom)\b", re.IGNORECASE)
+
+
 # A memory reading: "3200mb", "10gb", "4537M", "1.300 MB" (a thousands dot: nobody gives
 # megabytes to three decimals); not the card's total ("of 8111MiB", "/ 11GB").
 _MEMORY_VALUE = re.compile(r"(?<![\d.,])(?<!\bof )(?<!/)(?<!/ )(\d{1,6})(?:([.,])(\d{1,3}))?\s?(mib|mb|m|gib|gb|g)\b",
@@ -291,6 +300,7 @@ def readings(text: str) -> list[str]:
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
+    - a model's output appended to a list as it is, in a text about memory;
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
@@ -319,6 +329,8 @@ def readings(text: str) -> list[str]:
         said.append("several learning rates tried")
     if _LOSS_ACCUMULATED.search(text):
         said.append("loss tensor accumulated without .item()")
+    if _OUTPUT_APPENDED.search(text) and _MEMORY_WORD.search(text):
+        said.append("model outputs appended to a list as tensors")
     if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
     if memory_levels_off(text):

@@ -117,6 +117,12 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"不需要|不用(?=\s*\w+\.\w+\()|要らない|必要ない|필요\s*없", " not need "),
     (r"需要|必要|필요", " need "),
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
+    # A call that showed nothing: in a notebook eval() returns the module and displays it.
+    (r"何も(?:出|表示され|出力され)(?:なかった|ない|ません(?:でした)?)|什么都没(?:有)?(?:输出|显示|打印)|没有(?:任何)?(?:输出|显示)"
+     r"|아무것도\s*(?:출력|표시)되지\s*않\w{0,3}|ничего не (?:вывел\w*|выводит|напечатал\w*|показал\w*)"
+     r"|no (?:imprime|imprimi[óo]|muestra|mostr[óo]) nada|n[ãa]o (?:imprime|imprimiu|mostra|mostrou) nada"
+     r"|(?:gibt|gab) nichts aus|zeigt(?:e)? nichts(?: an)?",
+     " printed nothing "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
     (r"(?:一路)?(?:降|减小|减少|调小|改小|缩小)(?:到|至)|まで(?:下げ|減らし)\w{0,3}|(?:로|으로)\s*줄",
