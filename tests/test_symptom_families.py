@@ -111,6 +111,20 @@ FAMILIES = [
      'My huge annotations dict is read by all 12 workers and host RAM keeps rising.'),
     ('dataloader.worker_copy_on_read',
      'System memory is exhausted right after building the DataLoaders, before a single step runs.'),
+    # several GPUs: each rank's process on GPU 0, DataParallel's gather on cuda:0, a speed-up far
+    # below the GPU count with the data time unchanged, epochs that do not get shorter
+    ('distributed.ddp_contexts_on_gpu0',
+     "With torchrun on 4 GPUs, nvidia-smi lists every rank's process on GPU 0, each holding about 700 MiB."),
+    ('distributed.ddp_contexts_on_gpu0',
+     "After resuming from the checkpoint under DDP, GPU 0 carries several extra blocks of memory that the other cards don't have."),
+    ('distributed.ddp_contexts_on_gpu0',
+     '用 DDP 训练时主卡上能看到所有进程，其他卡正常。'),
+    ('distributed.dataparallel_imbalance',
+     'Under nn.DataParallel the logits and the loss all end up on cuda:0, and that card is the one that runs out.'),
+    ('distributed.dataparallel_overhead',
+     'Four GPUs only give 1.6x over one; the data time per step is the same, yet the iteration time is twice as long.'),
+    ('distributed.missing_distributed_sampler',
+     'I went from 2 to 8 GPUs and the progress bar still shows the same number of iterations per epoch.'),
 ]
 
 

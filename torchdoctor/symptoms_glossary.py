@@ -117,6 +117,12 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"不需要|不用(?=\s*\w+\.\w+\()|要らない|必要ない|필요\s*없", " not need "),
     (r"需要|必要|필요", " need "),
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
+    # --- several processes on one card ------------------------------------------------
+    # "0 号显卡", "第一张卡", "主卡": the card people call GPU 0; each rank's process on it.
+    (r"(?:0|零)\s*号\s*(?:显卡|卡|GPU)|第一(?:张|块)\s*(?:显卡|卡|GPU)|主卡", " GPU 0 "),
+    (r"每(?:一)?个进程|所有(?:的)?进程|各(?:个)?进程|(?:各|全)プロセス|(?:각|모든)\s*프로세스"
+     r"|кажд\w{1,3}\s+процесс\w{0,3}|\bcada proceso\b|\bjede[sn]?\s+Prozess\w{0,2}",
+     " every process "),
     # A call that showed nothing: in a notebook eval() returns the module and displays it.
     (r"何も(?:出|表示され|出力され)(?:なかった|ない|ません(?:でした)?)|什么都没(?:有)?(?:输出|显示|打印)|没有(?:任何)?(?:输出|显示)"
      r"|아무것도\s*(?:출력|표시)되지\s*않\w{0,3}|ничего не (?:вывел\w*|выводит|напечатал\w*|показал\w*)"
