@@ -173,3 +173,25 @@ def test_modules_built_in_init_and_functional_calls_in_forward_are_not():
 ])
 def test_a_models_output_appended_as_it_is_is_read_only_beside_memory(text, kept):
     assert ("model outputs appended to a list as tensors" in readings(text)) is kept
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("The converted VGG weights load fine but it answers class 611 for every image.", True),
+    ("A downloaded pretrained ResNet gives the same class whatever picture I show it.", True),
+    # a model trained or fine-tuned here that answers one class: the data or the rate
+    ("I fine-tune a pretrained ResNet-50 and after training it predicts the same class for all images.",
+     False),
+    ("Training a pretrained BERT with lr=0.1 gives the same label for every input.", False),
+])
+def test_weights_trained_elsewhere_answering_one_class_are_read_only_without_training(text, said):
+    reading = "weights trained elsewhere answer one class for every input"
+    assert (reading in readings(text)) is said
+    entries = [m["entry"] for m in diagnose(text, KB).to_dict()["matches"]]
+    assert ("training.eval_mode_left_on" in entries[:1]) is said
+
+
+def test_a_big_dict_beside_workers_is_the_copy_only_when_memory_is_the_complaint():
+    hang = "With num_workers=8 the DataLoader hangs forever; each worker has a large dict of annotations."
+    assert diagnose(hang, KB).to_dict()["matches"][0]["entry"] == "dataloader.hang"
+    ram = "RAM climbs each epoch; each worker reads a large dict of annotations."
+    assert diagnose(ram, KB).to_dict()["matches"][0]["entry"] == "dataloader.worker_copy_on_read"

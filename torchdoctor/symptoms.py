@@ -174,6 +174,18 @@ _OUTPUT_APPENDED = re.compile(
 _MEMORY_WORD = re.compile(r"\b(?:memory|ram|vram|oom)\b", re.IGNORECASE)
 
 
+# Weights trained elsewhere (pretrained, converted, downloaded) that answer one class for every
+# input, in a report that tells of no training of its own: a model left in train mode normalises
+# each lone image by its own statistics. A model trained or fine-tuned here that answers one
+# class has other causes (the data, the rate).
+_TRAINED_ELSEWHERE = re.compile(r"\b(?:pre-?trained|converted|imported|downloaded)\b", re.IGNORECASE)
+_ONE_ANSWER = re.compile(
+    r"\b(?:for|on|to|with) (?:every|each|all|any)\s+(?:\w+\s+)?(?:pictures?|images?|inputs?|photos?|imgs?)\b"
+    r"|\b(?:same|one|wrong|identical)\s+(?:class|label|prediction|answer)\b", re.IGNORECASE)
+_TRAINING_TOLD = re.compile(r"\bfine-?tun\w*|\btrain(?:s|ed|ing)?\b|\bepochs?\b|\blearning[ _]rate\b|\blr\b",
+                            re.IGNORECASE)
+
+
 # A memory reading: "3200mb", "10gb", "4537M", "1.300 MB" (a thousands dot: nobody gives
 # megabytes to three decimals); not the card's total ("of 8111MiB", "/ 11GB").
 _MEMORY_VALUE = re.compile(r"(?<![\d.,])(?<!\bof )(?<!/)(?<!/ )(\d{1,6})(?:([.,])(\d{1,3}))?\s?(mib|mb|m|gib|gb|g)\b",
@@ -301,6 +313,7 @@ def readings(text: str) -> list[str]:
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
     - a model's output appended to a list as it is, in a text about memory;
+    - pretrained or converted weights answering one class for every input, no training told;
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
@@ -329,6 +342,9 @@ def readings(text: str) -> list[str]:
         said.append("several learning rates tried")
     if _LOSS_ACCUMULATED.search(text):
         said.append("loss tensor accumulated without .item()")
+    if (_TRAINED_ELSEWHERE.search(text) and _ONE_ANSWER.search(text)
+            and not _TRAINING_TOLD.search(text)):
+        said.append("weights trained elsewhere answer one class for every input")
     if _OUTPUT_APPENDED.search(text) and _MEMORY_WORD.search(text):
         said.append("model outputs appended to a list as tensors")
     if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
