@@ -125,6 +125,31 @@ FAMILIES = [
      'Four GPUs only give 1.6x over one; the data time per step is the same, yet the iteration time is twice as long.'),
     ('distributed.missing_distributed_sampler',
      'I went from 2 to 8 GPUs and the progress bar still shows the same number of iterations per epoch.'),
+    # the same families in other words: growth per batch with predictions kept, memory that
+    # follows the input size and then stays, a tile too large for any card, a list of paths
+    # read by every worker, a speed-up of 1.1x
+    ('memory.growing',
+     'During inference the GPU memory grows by about 200MB every batch until it runs out; I keep every prediction tensor in a Python list.'),
+    ('memory.caching_allocator',
+     'Validation needs way more GPU memory than training. Turns out I never wrapped the validation loop in torch.no_grad().'),
+    ('memory.caching_allocator',
+     'nvidia-smi shows memory going up whenever a longer sentence comes in, then it stays at that level.'),
+    ('memory.cuda_oom',
+     'Inference on a single 8192x8192 satellite tile runs out of memory even on an A100 80GB.'),
+    ('dataloader.worker_copy_on_read',
+     'Host memory grows steadily across the epoch when num_workers > 0; my Dataset keeps a Python list of 10M file paths. With numpy arrays instead it stays flat.'),
+    ('training.eval_mode_left_on',
+     "Loaded the ImageNet-pretrained mobilenet from torchvision and it outputs class 'umbrella' for every photo I try."),
+    ('training.eval_mode_left_on',
+     'My evaluate() function never switches the model to eval mode, so dropout is still active at test time.'),
+    ('training.batch_dependent_forward',
+     'The score of one test image changes depending on which other images are in the same batch, even in eval mode.'),
+    ('distributed.ddp_contexts_on_gpu0',
+     'With DistributedDataParallel on 8 GPUs, GPU 0 shows 7 extra processes of ~500MB each in nvidia-smi.'),
+    ('distributed.missing_distributed_sampler',
+     'Using DDP with 4 GPUs, each GPU processes the whole dataset every epoch; the epoch takes as long as on one GPU.'),
+    ('distributed.dataparallel_overhead',
+     'DataParallel on 2 GPUs gives only 1.1x speedup compared to a single GPU.'),
 ]
 
 
