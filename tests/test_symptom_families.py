@@ -150,6 +150,11 @@ FAMILIES = [
      'Using DDP with 4 GPUs, each GPU processes the whole dataset every epoch; the epoch takes as long as on one GPU.'),
     ('distributed.dataparallel_overhead',
      'DataParallel on 2 GPUs gives only 1.1x speedup compared to a single GPU.'),
+    ('distributed.dataparallel_imbalance',
+     'nn.DataParallel with 4 GPUs: GPU 0 runs out of memory, the others are half empty.'),
+    ('memory.cuda_oom', 'CUDA out of memory with batch size 16 on my 1080 Ti; with batch size 8 it trains fine.'),
+    ('memory.growing',
+     'I call model.eval() and use torch.no_grad() in validation, but GPU memory still keeps growing every epoch until OOM.'),
 ]
 
 
@@ -218,5 +223,8 @@ def test_weights_trained_elsewhere_answering_one_class_are_read_only_without_tra
 def test_a_big_dict_beside_workers_is_the_copy_only_when_memory_is_the_complaint():
     hang = "With num_workers=8 the DataLoader hangs forever; each worker has a large dict of annotations."
     assert diagnose(hang, KB).to_dict()["matches"][0]["entry"] == "dataloader.hang"
+    ruled_out = ("The training hangs at the first batch with num_workers=4; the dataset holds a big "
+                 "list of file names and RAM is fine.")
+    assert diagnose(ruled_out, KB).to_dict()["matches"][0]["entry"] == "dataloader.hang"
     ram = "RAM climbs each epoch; each worker reads a large dict of annotations."
     assert diagnose(ram, KB).to_dict()["matches"][0]["entry"] == "dataloader.worker_copy_on_read"
