@@ -132,6 +132,7 @@ FAMILIES = [
      'During inference the GPU memory grows by about 200MB every batch until it runs out; I keep every prediction tensor in a Python list.'),
     ('memory.caching_allocator',
      'Validation needs way more GPU memory than training. Turns out I never wrapped the validation loop in torch.no_grad().'),
+    ('memory.caching_allocator', 'The `_evaluate` method does not use torch.no_grad, so it records graphs for nothing.'),
     ('memory.caching_allocator',
      'nvidia-smi shows memory going up whenever a longer sentence comes in, then it stays at that level.'),
     ('memory.cuda_oom',
@@ -218,6 +219,14 @@ def test_weights_trained_elsewhere_answering_one_class_are_read_only_without_tra
     assert (reading in readings(text)) is said
     entries = [m["entry"] for m in diagnose(text, KB).to_dict()["matches"]]
     assert ("training.eval_mode_left_on" in entries[:1]) is said
+
+
+@pytest.mark.parametrize("text", [
+    "Validation runs under torch.no_grad() and model.eval(); accuracy is 91%.",
+    "I wrap the evaluation in torch.no_grad() and the memory stays flat.",
+])
+def test_evaluation_under_no_grad_said_as_done_is_no_missing_no_grad(text):
+    assert diagnose(text, KB).to_dict()["matches"] == []
 
 
 def test_a_big_dict_beside_workers_is_the_copy_only_when_memory_is_the_complaint():
