@@ -65,6 +65,8 @@ FAMILIES = [
     ("numerics.vanishing_gradients", "前面几层的梯度消失了，权重几乎不变"),
     ("training.eval_mode_left_on", "Do I need model.eval() in my inference script? Without it the masks look fine."),
     ("training.eval_mode_left_on", "推理脚本里需要 model.eval() 吗？现在没有调用"),
+    ("training.eval_mode_left_on", "Shouldn't the demo call model.eval() before it classifies the image?"),
+    ("training.eval_mode_left_on", "推理的时候是不是应该先调用 net.eval()？"),
     ("training.batchnorm_running_stats",
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
     # eval() missing where the model evaluates: a contrast between two paths, a notebook call
@@ -209,13 +211,14 @@ def test_a_models_output_appended_as_it_is_is_read_only_beside_memory(text, kept
 @pytest.mark.parametrize(("text", "said"), [
     ("The converted VGG weights load fine but it answers class 611 for every image.", True),
     ("A downloaded pretrained ResNet gives the same class whatever picture I show it.", True),
+    ("With the imagenet pretrained weights the predictions make no sense: a cat comes out as a pedestal.", True),
     # a model trained or fine-tuned here that answers one class: the data or the rate
     ("I fine-tune a pretrained ResNet-50 and after training it predicts the same class for all images.",
      False),
     ("Training a pretrained BERT with lr=0.1 gives the same label for every input.", False),
 ])
 def test_weights_trained_elsewhere_answering_one_class_are_read_only_without_training(text, said):
-    reading = "weights trained elsewhere answer one class for every input"
+    reading = "weights trained elsewhere give wrong classes at inference"
     assert (reading in readings(text)) is said
     entries = [m["entry"] for m in diagnose(text, KB).to_dict()["matches"]]
     assert ("training.eval_mode_left_on" in entries[:1]) is said

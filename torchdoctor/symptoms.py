@@ -175,13 +175,16 @@ _MEMORY_WORD = re.compile(r"\b(?:memory|ram|vram|oom)\b", re.IGNORECASE)
 
 
 # Weights trained elsewhere (pretrained, converted, downloaded) that answer one class for every
-# input, in a report that tells of no training of its own: a model left in train mode normalises
-# each lone image by its own statistics. A model trained or fine-tuned here that answers one
-# class has other causes (the data, the rate).
+# input, or classes that make no sense, in a report that tells of no training of its own: a model
+# left in train mode normalises each lone image by its own statistics. A model trained or
+# fine-tuned here that answers one class has other causes (the data, the rate).
 _TRAINED_ELSEWHERE = re.compile(r"\b(?:pre-?trained|converted|imported|downloaded)\b", re.IGNORECASE)
 _ONE_ANSWER = re.compile(
     r"\b(?:for|on|to|with) (?:every|each|all|any)\s+(?:\w+\s+)?(?:pictures?|images?|inputs?|photos?|imgs?)\b"
-    r"|\b(?:same|one|wrong|identical)\s+(?:class|label|prediction|answer)\b", re.IGNORECASE)
+    r"|\b(?:same|one|wrong|identical)\s+(?:class|label|prediction|answer)\b"
+    r"|\b(?:classes|answers|predictions|labels|results)\b[^.\n]{0,40}\b(?:make no sense|nonsense|strange|weird"
+    r"|odd|wrong|garbage|random)\b|\b(?:strange|weird|odd|wrong|nonsense|garbage)\s+(?:classes|answers"
+    r"|predictions|labels|results)\b", re.IGNORECASE)
 _TRAINING_TOLD = re.compile(r"\bfine-?tun\w*|\btrain(?:s|ed|ing)?\b|\bepochs?\b|\blearning[ _]rate\b|\blr\b",
                             re.IGNORECASE)
 
@@ -313,7 +316,8 @@ def readings(text: str) -> list[str]:
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
     - a model's output appended to a list as it is, in a text about memory;
-    - pretrained or converted weights answering one class for every input, no training told;
+    - pretrained or converted weights answering one class for every input, or classes that make
+      no sense, with no training told;
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
@@ -344,7 +348,7 @@ def readings(text: str) -> list[str]:
         said.append("loss tensor accumulated without .item()")
     if (_TRAINED_ELSEWHERE.search(text) and _ONE_ANSWER.search(text)
             and not _TRAINING_TOLD.search(text)):
-        said.append("weights trained elsewhere answer one class for every input")
+        said.append("weights trained elsewhere give wrong classes at inference")
     if _OUTPUT_APPENDED.search(text) and _MEMORY_WORD.search(text):
         said.append("model outputs appended to a list as tensors")
     if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
