@@ -123,6 +123,12 @@ FAMILIES = [
      '用 DDP 训练时主卡上能看到所有进程，其他卡正常。'),
     ('distributed.dataparallel_imbalance',
      'Under nn.DataParallel the logits and the loss all end up on cuda:0, and that card is the one that runs out.'),
+    ("distributed.ddp_contexts_on_gpu0",
+     "Resuming from the checkpoint under DDP puts ~700MB on GPU 0 for every rank."),
+    ("distributed.ddp_contexts_on_gpu0",
+     "The ranks on cards 1-7 each also take memory on the first GPU."),
+    ("distributed.missing_distributed_sampler",
+     "Our DDP script still builds the DataLoader with a RandomSampler, so the epoch is as long as on one GPU."),
     ('distributed.dataparallel_overhead',
      'Four GPUs only give 1.6x over one; the data time per step is the same, yet the iteration time is twice as long.'),
     ('distributed.missing_distributed_sampler',
@@ -240,3 +246,12 @@ def test_a_big_dict_beside_workers_is_the_copy_only_when_memory_is_the_complaint
     assert diagnose(ruled_out, KB).to_dict()["matches"][0]["entry"] == "dataloader.hang"
     ram = "RAM climbs each epoch; each worker reads a large dict of annotations."
     assert diagnose(ram, KB).to_dict()["matches"][0]["entry"] == "dataloader.worker_copy_on_read"
+
+
+@pytest.mark.parametrize("text", [
+    "I load the checkpoint with map_location='cpu' and then move the model to cuda:0; predictions look fine.",
+    "After loading the pretrained model on the first GPU, predictions are slow.",
+])
+def test_a_checkpoint_loaded_on_one_gpu_is_no_rank_on_gpu0(text):
+    entries = [m["entry"] for m in diagnose(text, KB).to_dict()["matches"]]
+    assert "distributed.ddp_contexts_on_gpu0" not in entries
