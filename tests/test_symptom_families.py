@@ -104,6 +104,8 @@ FAMILIES = [
      'Out of memory on a 48 GB card as soon as I feed a 4000x3000 image to the model.'),
     ('memory.cuda_oom',
      'The attention layer alone tries to allocate 64 GB for one input.'),
+    ("memory.cuda_oom", "Denoising a 24 megapixel photo ends in CUDA out of memory on my 12 GB card."),
+    ("memory.cuda_oom", "Out of memory as soon as I pass a high-resolution scan through the segmentation net."),
     ('memory.cuda_oom',
      'Training died with cuda runtime error: out of memory after some time; batch size is 2.'),
     # workers that each copy a dataset of Python objects as they read it
@@ -111,6 +113,8 @@ FAMILIES = [
      'RAM usage climbs through the epoch because of copy-on-read: every worker touches my list of dicts.'),
     ('dataloader.worker_copy_on_read',
      'My huge annotations dict is read by all 12 workers and host RAM keeps rising.'),
+    ("dataloader.worker_copy_on_read",
+     "With 8 workers reading a list of 5 million captions, used RAM keeps going up; as a numpy array the memory stays flat."),
     ('dataloader.worker_copy_on_read',
      'System memory is exhausted right after building the DataLoaders, before a single step runs.'),
     # several GPUs: each rank's process on GPU 0, DataParallel's gather on cuda:0, a speed-up far
