@@ -163,6 +163,7 @@ FAMILIES = [
      'Using DDP with 4 GPUs, each GPU processes the whole dataset every epoch; the epoch takes as long as on one GPU.'),
     ('distributed.dataparallel_overhead',
      'DataParallel on 2 GPUs gives only 1.1x speedup compared to a single GPU.'),
+    ("distributed.dataparallel_overhead", "Four cards but the speed-up is nowhere near linear; where does the time go?"),
     ('distributed.dataparallel_imbalance',
      'nn.DataParallel with 4 GPUs: GPU 0 runs out of memory, the others are half empty.'),
     ('memory.cuda_oom', 'CUDA out of memory with batch size 16 on my 1080 Ti; with batch size 8 it trains fine.'),
