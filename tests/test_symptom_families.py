@@ -37,6 +37,8 @@ FAMILIES = [
      "Why is the GPU occupancy changing all the time during training? Inputs are point clouds."),
     ("memory.caching_allocator",
      "VRAM use goes up over the first epoch, then levels off around 9 GB; is that a leak?"),
+    ("memory.caching_allocator",
+     "Memory steps up every time a batch with larger images than before comes through, and never comes back down."),
     # a leak only grows, and the cache being emptied does not touch it
     ("memory.growing",
      "Memory increases every step and then the run stops at iteration 500 with out of memory."),
