@@ -94,6 +94,10 @@ FAMILIES = [
      'A single sentence scored alone gets a different probability than when it is scored together with its neighbours in a batch.'),
     ('training.batch_dependent_forward',
      'The embedding of each sample should be independent of the other samples in the batch, but it is not.'),
+    ("training.batch_dependent_forward",
+     "Run alone, a clip gets a different score than in the full batch; a batch of 4 vs a batch of 16 also gives different numbers."),
+    ("training.eval_mode_left_on",
+     "Predicting the same sentence several times gives different labels each time; is dropout still active at inference?"),
     # evaluation that records a graph nothing uses (no torch.no_grad, or before 0.4 no volatile)
     ('memory.caching_allocator',
      'The evaluation loop runs without torch.no_grad, and inference takes much more GPU memory than training does.'),

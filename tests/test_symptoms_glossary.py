@@ -119,6 +119,11 @@ def test_a_call_that_showed_nothing_is_read_in_every_language(text):
     assert "printed nothing" in (in_english(text) or "")
 
 
+def test_a_captcha_is_no_validation():
+    """验证码 (a captcha) holds the word for validation; it names no phase."""
+    assert "validation" not in (in_english("识别验证码的模型每次结果都不一样") or "")
+
+
 # Evaluation, memory and several GPUs, told in other languages: a call forgotten or not
 # made (said after it in Japanese), a result that got worse or changed, the more of one the
 # more of the other, card 0 against the others, the same as on one card.
@@ -134,6 +139,7 @@ ELSEWHERE = [
     ('dataloader.worker_copy_on_read', 'num_workers 越大内存占用越高，每个 worker 都复制了一份数据集'),
     ('distributed.dataparallel_imbalance', '用 DataParallel 多卡训练，0 号卡显存占用比其他卡多很多'),
     ('distributed.missing_distributed_sampler', '用了 4 张卡 DDP，每个 epoch 的 iteration 数还是和单卡一样'),
+    ("training.eval_mode_left_on", "同一段音频连续推理了几次，每次结果都不一样，推理的时候 dropout 也在起作用吗？"),
 ]
 
 

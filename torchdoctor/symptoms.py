@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchdoctor import per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_glossary import in_english
@@ -321,7 +322,9 @@ def readings(text: str) -> list[str]:
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
-    - an ``nn`` module constructed in the body of a ``forward`` shown as code.
+    - an ``nn`` module constructed in the body of a ``forward`` shown as code;
+    - several processes on GPU 0, or GPU 0 holding far more than the other cards
+      (``per_card_memory``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -355,6 +358,7 @@ def readings(text: str) -> list[str]:
         said.append("NaN under mixed precision")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
+    said.extend(per_card_memory.readings(text))
     width = _head_width(text)
     if classes and width and 1 < width < classes:
         # labels up to C-1 reach past the last output: a target out of range for the loss

@@ -146,10 +146,15 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " much more than the other cards "),
     (r"(?:和|跟|与)单卡(?:时|的时候)?(?:一样|相同|差不多)", " the same as on one GPU "),
     (r"没(?:有)?用(?=\s*[\w.]+\()", " without "),
+    # The same input run again: "同一张图片连续预测几次，每次输出的结果都不一样".
+    (r"(?:连续|重复|多次)?(?:预测|推理|运行|跑)(?:了)?(?:几|多|两|好几)次", " predicted several times "),
+    (r"每次(?:输出|预测|运行)?(?:的)?(?:结果)?都不(?:一样|同)", " different every time "),
     # The phase a result comes from, and a result that changed.
-    (r"验证(?:集|阶段)?|検証|валидаци\w*", " validation "),
+    (r"验证(?:集|阶段)?(?!码)|検証|валидаци\w*", " validation "),
     (r"推理|推論", " inference "),
     (r"(?:预测|推理|输出)(?:的)?结果|予測結果|推論結果", " prediction results "),
+    (r"(?:也)?在起作用|(?:也)?(?:生效|起效)(?:了)?", " is active "),
+    (r"(?:预测|推理|测试)(?:的)?时(?:候)?", " at prediction "),
     (r"(?:就|都|也)?(?:变了|改变了|不一样了|不同了)", " changed "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
