@@ -144,6 +144,8 @@ FAMILIES = [
      'Four GPUs only give 1.6x over one; the data time per step is the same, yet the iteration time is twice as long.'),
     ('distributed.missing_distributed_sampler',
      'I went from 2 to 8 GPUs and the progress bar still shows the same number of iterations per epoch.'),
+    ("distributed.ddp_startup_hang",
+     "DDP on four GPUs just stops right after setup: the ranks initialise, then no step and no error."),
     # the same families in other words: growth per batch with predictions kept, memory that
     # follows the input size and then stays, a tile too large for any card, a list of paths
     # read by every worker, a speed-up of 1.1x
