@@ -115,7 +115,8 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " does not decrease"),
     (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
     # Whether a call is needed, and a call left out: "不需要 model.eval() 吗", "不调用 eval".
-    (r"是不是(?:应该|应当|要)|是否(?:应该|应当)|(?:不)?应该|应当|(?:する|呼ぶ)べき", " should "),
+    (r"不应该|不应当", " should not "),
+    (r"是不是(?:应该|应当|要)|是否(?:应该|应当)|应该|应当|(?:する|呼ぶ)べき", " should "),
     (r"不需要|不用(?=\s*\w+\.\w+\()|要らない|必要ない|필요\s*없", " not need "),
     (r"需要|必要|필요", " need "),
     # A call left out, said after it (Japanese puts the verb last): "model.eval() を呼んでいなかった".
