@@ -753,3 +753,57 @@ def test_a_cublas_failure_on_an_ampere_card_with_a_cuda_10_build_is_the_missing_
     alone = ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
              "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n")
     assert top(alone, kb) == "device.cublas_failure"
+
+
+def test_a_flattened_traceback_keeps_its_frames_and_their_code(kb):
+    # Newlines lost between frames, as a forum's single-line box leaves a Windows traceback.
+    paste = ('File "C:\\Users\\ana\\proj\\models\\seq.py", line 154, in forward     x = conv(x)   '
+             'File "C:\\Anaconda3\\lib\\site-packages\\torch\\nn\\modules\\module.py", line 489, '
+             "in __call__     result = self.forward(*input, **kwargs)   "
+             'File "C:\\Users\\ana\\proj\\modules\\conv_tbc.py", line 32, in forward     '
+             "return input.contiguous().conv_tbc(self.weight, self.bias, self.padding[0]) "
+             "AttributeError: 'Tensor' object has no attribute 'conv_tbc'\n")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "AttributeError", "'Tensor' object has no attribute 'conv_tbc'")
+    assert [(f.line, f.function) for f in parsed.frames] == [
+        (154, "forward"), (489, "__call__"), (32, "forward")]
+    assert parsed.frames[-1].code.startswith("return input.contiguous().conv_tbc(")
+    assert parsed.phase == "forward"
+    assert top(paste, kb) == "other.removed_tensor_method"
+
+
+def test_a_frame_line_keeps_no_terminal_wrap_padding():
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3.8/site-packages/torch/utils/data/dataload'
+             + " " * 60 + 'er.py", line 761, in _try_get_data\n'
+             "    data = self._data_queue.get(timeout=timeout)\n"
+             '  File "/usr/lib/python3.8/multiprocessing/queues.py", line 108, in g'
+             + " " * 60 + "et\n"
+             "    res = self._recv_bytes()\n")
+    parsed = parse_traceback(paste)
+    assert [(f.file.rsplit("/", 1)[-1], f.function, f.code) for f in parsed.frames] == [
+        ("dataloader.py", "_try_get_data", "data = self._data_queue.get(timeout=timeout)"),
+        ("queues.py", "get", "res = self._recv_bytes()")]
+
+
+def test_an_exception_retyped_with_a_space_before_its_colon_and_broken_at_a_hyphen(kb):
+    paste = ("I get this while training:\n\n"
+             "RuntimeError :Expected 4-dimensional input for 4-dimensional weight [30,1,5,5],"
+             "but got 5-\ndimensional input of size [16,2,1,256,256] instead\n\nAny idea?\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError"
+    assert parsed.message.startswith("Expected 4-dimensional input")
+    assert top(paste, kb) == "shape.conv_input_rank"
+
+
+def test_a_message_set_in_quotes_after_its_type_is_read_inside_them(kb):
+    paste = ('The Linear layer raises RuntimeError: "mat1 and mat2 must have the same dtype, but '
+             'got Long and Float". The features came from a DataFrame.\n')
+    parsed = parse_traceback(paste)
+    assert parsed.message == "mat1 and mat2 must have the same dtype, but got Long and Float"
+    assert top(paste, kb) == "dtype.integer_input"
+    # torch's own paired quotes at the start of a message stay.
+    own = parse_traceback("it fails with AttributeError: 'NoneType' object has no attribute "
+                          "'size'\n")
+    assert own.message == "'NoneType' object has no attribute 'size'"

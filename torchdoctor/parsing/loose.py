@@ -86,6 +86,7 @@ def _recompile_reason(stripped: str) -> bool:
 
 FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
 FULL_WIDTH_COLON = re.compile("\uff1a ?")
+SPACED_COLON = re.compile(r"(?<![\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception))[ \t]{1,4}:[ \t]?")
 # Prose in another script after the message on the same line ("…instead，这是为什么？"):
 # torch's messages are ASCII apart from paths, so the message ends where CJK or
 # full-width text begins.
@@ -128,7 +129,7 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     """
     chosen = list(indices)
     texts = [_ascii_punctuation(text) for text in texts] if any(
-        not texts[index].isascii() for index in chosen) else texts
+        not texts[index].isascii() or " :" in texts[index] for index in chosen) else texts
     for index in chosen:
         found = _ide_exception(texts, index)
         if found is not None:
@@ -154,7 +155,10 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
 def _ascii_punctuation(text: str) -> str:
     """A message retyped with a Chinese or Japanese input method has full-width colons,
     parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
-    torch printed ASCII ones."""
+    one retyped in French style puts a space before the colon ("RuntimeError :Expected
+    …"); torch printed ``Type: message``."""
+    if " :" in text:
+        text = SPACED_COLON.sub(r"\g<type>: ", text)
     return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
 
 
@@ -205,7 +209,8 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
                 # 'I get "ValueError: …" at this line': the quote ends the message.
                 message = message[:message.find(CLOSING_QUOTE[opening])]
-            return LooseError(embedded["type"], _without_closing_quote(_own_words(message)),
+            return LooseError(embedded["type"],
+                              _without_closing_quote(_own_words(_unwrapped(message))),
                               index, "embedded")
     if "(" in raw:
         opening = REPR_OPENING.search(raw)
@@ -215,6 +220,23 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if text is not None and text.strip():
                 return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
     return None
+
+
+def _unwrapped(message: str) -> str:
+    """A message the person set in quotes after its type (``raises RuntimeError: "mat1
+    and mat2 must have the same dtype". The …``): the words inside. Torch opens a message
+    with a quote only to name something ("'Tensor' object has no attribute 'x'"), so a
+    single quote counts only when a stop and nothing, or a new sentence, follows it."""
+    opening = message[:1]
+    if opening not in CLOSING_QUOTE:
+        return message
+    end = message.find(CLOSING_QUOTE[opening], 1)
+    if end < 8:
+        return message
+    after = message[end + 1:]
+    if opening != "'" or not after.strip(" .,;:!?") or re.match(r"[.;!?]\s", after):
+        return message[1:end]
+    return message
 
 
 def _without_closing_quote(message: str) -> str:
