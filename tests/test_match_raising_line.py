@@ -1,0 +1,52 @@
+"""One wording, several entries: the line that raised it, or the loss the person names,
+decides which entry it is (old torch's messages name neither op nor operand)."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.match import diagnose
+
+TH_SIZES = ("RuntimeError: invalid argument 1: the number of sizes provided must be greater "
+            "or equal to the number of dimensions in the tensor at "
+            "/pytorch/torch/lib/TH/generic/THTensor.c:299")
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return load_knowledge(include_user=False, use_cache=False)
+
+
+def top(text: str, kb) -> str | None:
+    matches = diagnose(text, kb).matches
+    return matches[0].entry.id if matches else None
+
+
+def traceback_raising(code: str, message: str) -> str:
+    return ("Traceback (most recent call last):\n"
+            '  File "reward.py", line 12, in <module>\n'
+            f"    {code}\n{message}\n")
+
+
+@pytest.mark.parametrize("code", ["total += scores.float()", "acc.add_(hits.sum(0))",
+                                  "running_loss -= penalty"])
+def test_old_expand_check_on_an_in_place_line_is_a_target_that_cannot_grow(code, kb):
+    assert top(traceback_raising(code, TH_SIZES), kb) == "shape.inplace_broadcast"
+
+
+def test_old_expand_check_on_an_expand_call_is_the_expand(kb):
+    paste = traceback_raising("mask = mask.expand(batch, 5)", TH_SIZES)
+    assert top(paste, kb) == "shape.expand_size"
+
+
+def test_an_integer_exp_inside_a_bce_loss_is_integer_predictions(kb):
+    paste = ("RuntimeError: _th_exp_out not supported on CUDAType for Long\n\nThe loss is "
+             "BCEWithLogitsLoss and both inputs are `[16, 2]` of dtype `Long`.\n")
+    assert top(paste, kb) == "dtype.integer_prediction_in_loss"
+
+
+def test_an_integer_exp_in_the_users_own_formula_is_an_integer_input(kb):
+    paste = ("RuntimeError: _th_exp_out not supported on CUDAType for Long\n\n"
+             "from the line `h = 1 / (1 + torch.exp(-10 * x))`\n")
+    assert top(paste, kb) == "dtype.integer_input"
