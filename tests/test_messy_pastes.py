@@ -807,3 +807,13 @@ def test_a_message_set_in_quotes_after_its_type_is_read_inside_them(kb):
     own = parse_traceback("it fails with AttributeError: 'NoneType' object has no attribute "
                           "'size'\n")
     assert own.message == "'NoneType' object has no attribute 'size'"
+
+
+def test_a_lone_backtick_closing_a_span_around_the_paste_is_not_part_of_the_message():
+    paste = ("`\nTraceback (most recent call last):\n"
+             '  File "train.py", line 60, in split_ps\n'
+             "    dim = torch.max(diff, dim = 1)[1][0,0]\n\n"
+             "RuntimeError: dimension out of range (expected to be in range of [-1, 0], but "
+             "got 1)\n`\n")
+    assert parse_traceback(paste).message == (
+        "dimension out of range (expected to be in range of [-1, 0], but got 1)")

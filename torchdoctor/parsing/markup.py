@@ -52,8 +52,8 @@ def undo_line_markup(line: str) -> str:
         heading = HEADING.match(line)
         line = line[heading.end():] if heading else line
     stripped = line.strip()
-    if stripped.startswith(IDE_NOISE):
-        return ""
+    if stripped.startswith(IDE_NOISE) or (stripped and not stripped.strip("`")):
+        return ""  # an IDE's line, or the lone backtick that closes a span around a paste
     if len(stripped) > 2 and stripped[0] == "`" and stripped[-1] == "`":
         return line.replace("`", "", 1)[::-1].replace("`", "", 1)[::-1]
     return line
