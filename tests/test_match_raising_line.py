@@ -50,3 +50,15 @@ def test_an_integer_exp_in_the_users_own_formula_is_an_integer_input(kb):
     paste = ("RuntimeError: _th_exp_out not supported on CUDAType for Long\n\n"
              "from the line `h = 1 / (1 + torch.exp(-10 * x))`\n")
     assert top(paste, kb) == "dtype.integer_input"
+
+
+def test_a_scalar_type_mismatch_cut_before_its_argument_is_the_bce_loss_its_words_name(kb):
+    paste = ("Training with nn.BCELoss on sigmoid outputs stops with RuntimeError: Expected "
+             "object of scalar type Float but got scalar type Long, the labels are 0/1 ids.\n")
+    assert top(paste, kb) == "dtype.bce_integer_target"
+
+
+def test_the_same_cut_mismatch_outside_a_bce_loss_is_no_bce_error(kb):
+    paste = ("Training with nn.MSELoss stops with RuntimeError: Expected object of scalar type "
+             "Float but got scalar type Long\n")
+    assert top(paste, kb) != "dtype.bce_integer_target"

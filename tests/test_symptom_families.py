@@ -65,6 +65,15 @@ FAMILIES = [
     ("training.eval_mode_left_on", "推理脚本里需要 model.eval() 吗？现在没有调用"),
     ("training.batchnorm_running_stats",
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
+    # Workers whose random numbers repeat, the order of the words as people tell it.
+    ("dataloader.worker_numpy_seed",
+     "With 4 workers, every worker's random numbers are the same; the noise repeats."),
+    ("dataloader.worker_numpy_seed", "num_workers=4 时每个 worker 生成的随机数完全相同"),
+    ("dataloader.worker_numpy_seed", "num_workers=4 にすると各 worker の乱数が同じになります"),
+    # A class-index loss that wants Long labels, told without its message.
+    ("dtype.target_not_long",
+     "The labels are float32 from the CSV, and for CrossEntropyLoss they need to be Long."),
+    ("dtype.target_not_long", "nll_loss requires int64 class labels; mine were floats."),
 ]
 
 
