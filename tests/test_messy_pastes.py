@@ -817,3 +817,16 @@ def test_a_lone_backtick_closing_a_span_around_the_paste_is_not_part_of_the_mess
              "got 1)\n`\n")
     assert parse_traceback(paste).message == (
         "dimension out of range (expected to be in range of [-1, 0], but got 1)")
+
+
+def test_a_pages_html_tags_are_not_part_of_the_traceback(kb):
+    paste = ("<p>Training stops with <code>RuntimeError: Given groups=1, weight of size "
+             "[64, 3, 7, 7], expected input[8, 1, 224, 224] to have 3 channels, but got 1 "
+             "channels instead</code> on the first batch.</p>\n")
+    assert parse_traceback(paste).message == CHANNELS
+    assert top(paste, kb) == "shape.conv_channels"
+    broken = ('<pre>Traceback (most recent call last):<br>  File &quot;train.py&quot;, line 41, '
+              "in &lt;module&gt;<br>    logits = model(images)<br>"
+              f"RuntimeError: {CHANNELS}<br></pre>\n")
+    parsed = parse_traceback(broken)
+    assert (parsed.message, parsed.frames[0].function) == (CHANNELS, "<module>")

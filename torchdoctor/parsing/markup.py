@@ -1,6 +1,7 @@
 """Undo what web pages, chats and IDEs did to a paste, so the traceback reads as printed.
 
-A traceback copied from a scraped page has ``&quot;`` or curly quotes for its quotes,
+A traceback copied from a scraped page has ``&quot;`` or curly quotes for its quotes
+and may keep the page's tags (``<br>``, ``<code>``),
 one posted in markdown sits in a code fence that may open in the middle of a
 sentence, an error line gets wrapped in backticks or ``**bold**`` or made a heading
 (``# RuntimeError: …`` as an issue's title), and PyCharm adds
@@ -22,6 +23,15 @@ BOLD = re.compile(r"\*\*([^*\n]{1,300})\*\*")
 # Bold that opens on one line and closes on a later one: the marks at a line's start
 # (column 0, where no traceback line begins with "**") and at its end.
 BOLD_ACROSS_LINES = re.compile(r"^\*\*(?=\S)|(?<=\S)\*\*[ \t]*$", re.MULTILINE)
+# Tags of a page's source copied with the text (``<br>``, ``<code>…</code>``, ``<pre>``);
+# only HTML's own names, so Python's ``<module>``, ``<lambda>`` or ``<ipython-input-…>``
+# stay. A line break tag is a line break, and inline code is set in backticks, which
+# the readers of an error quoted in a sentence know.
+HTML_INLINE_CODE = re.compile(r"<(code|tt|kbd|samp)(?:\s[^<>\n]{0,200})?>([^<\n]{1,1000})</\1>",
+                              re.IGNORECASE)
+HTML_BREAK = re.compile(r"<br\s{0,5}/?>", re.IGNORECASE)
+HTML_TAG = re.compile(r"</?(?:code|pre|p|b|i|em|strong|tt|kbd|samp|span|div|blockquote|li|ul|ol)"
+                      r"(?:\s[^<>\n]{0,200})?>", re.IGNORECASE)
 # A page or a word processor curls the quotes torch printed straight.
 STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
 IDE_NOISE = ("python-BaseException", "Process finished with exit code")
@@ -31,7 +41,11 @@ HEADING = re.compile(r"#{1,6}[ \t]+(?=\S)")
 
 
 def undo_markup(text: str) -> str:
-    """The text without HTML entities, code fences, bold markers and typographic quotes."""
+    """The text without HTML tags and entities, code fences, bold markers and typographic
+    quotes."""
+    if "<" in text:
+        text = HTML_BREAK.sub("\n", HTML_INLINE_CODE.sub(r"`\2`", text))
+        text = HTML_TAG.sub("", text)
     if "&" in text and ENTITY.search(text):
         text = html.unescape(text)
     if not text.isascii():
