@@ -62,3 +62,16 @@ def test_the_same_cut_mismatch_outside_a_bce_loss_is_no_bce_error(kb):
     paste = ("Training with nn.MSELoss stops with RuntimeError: Expected object of scalar type "
              "Float but got scalar type Long\n")
     assert top(paste, kb) != "dtype.bce_integer_target"
+
+
+SOFTMAX_LONG = "RuntimeError: \"softmax_lastdim_kernel_impl\" not implemented for 'Long'"
+
+
+def test_a_softmax_kernel_refusing_integers_inside_a_loss_is_integer_predictions(kb):
+    paste = traceback_raising("loss = criterion(scores.long(), labels)", SOFTMAX_LONG)
+    assert top(paste, kb) == "dtype.integer_prediction_in_loss"
+
+
+def test_a_softmax_kernel_refusing_integers_in_the_users_own_call_is_an_integer_input(kb):
+    paste = traceback_raising("probs = lens.softmax(-1)", SOFTMAX_LONG)
+    assert top(paste, kb) == "dtype.integer_input"

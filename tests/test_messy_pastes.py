@@ -830,3 +830,23 @@ def test_a_pages_html_tags_are_not_part_of_the_traceback(kb):
               f"RuntimeError: {CHANNELS}<br></pre>\n")
     parsed = parse_traceback(broken)
     assert (parsed.message, parsed.frames[0].function) == (CHANNELS, "<module>")
+
+
+def test_a_notebooks_frame_files_linked_to_themselves_read_as_the_traceback_printed():
+    colab = ("RuntimeError                              Traceback (most recent call last)\n"
+             "[<ipython-input-5-4b6724b323fe>](https://localhost:8080/#) in <cell line: 57>()\n"
+             "     60         pred = model(x_batch)\n"
+             "---> 61         loss = loss_fn(pred.long(), y_batch)\n\n"
+             "RuntimeError: \"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'\n")
+    frame = parse_traceback(colab).user_frame
+    assert (frame.file, frame.line, frame.function, frame.code) == (
+        "<ipython-input-5-4b6724b323fe>", 61, "<cell line: 57>",
+        "loss = loss_fn(pred.long(), y_batch)")
+    vscode = ("File [~/envs/tabr/lib/python3.9/site-packages/torch/nn/modules/module.py:1194]"
+              "(https://file+.vscode-resource.vscode-cdn.net/Users/x/envs/tabr/lib/python3.9/"
+              "site-packages/torch/nn/modules/module.py:1194), in Module._call_impl(self, *input)\n"
+              "-> [1194](https://file+.vscode-resource.vscode-cdn.net/Users/x/module.py:1194) "
+              "return forward_call(*input, **kwargs)\n\n"
+              "RuntimeError: mat1 and mat2 must have the same dtype\n")
+    frames = parse_traceback(vscode).frames
+    assert [(f.line, f.function) for f in frames] == [(1194, "Module._call_impl")]

@@ -1,7 +1,8 @@
 """Undo what web pages, chats and IDEs did to a paste, so the traceback reads as printed.
 
 A traceback copied from a scraped page has ``&quot;`` or curly quotes for its quotes
-and may keep the page's tags (``<br>``, ``<code>``),
+and may keep the page's tags (``<br>``, ``<code>``), a notebook's copy links each frame's
+file to itself (``[<ipython-input-5-…>](https://localhost:8080/#)``),
 one posted in markdown sits in a code fence that may open in the middle of a
 sentence, an error line gets wrapped in backticks or ``**bold**`` or made a heading
 (``# RuntimeError: …`` as an issue's title), and PyCharm adds
@@ -32,6 +33,11 @@ HTML_INLINE_CODE = re.compile(r"<(code|tt|kbd|samp)(?:\s[^<>\n]{0,200})?>([^<\n]
 HTML_BREAK = re.compile(r"<br\s{0,5}/?>", re.IGNORECASE)
 HTML_TAG = re.compile(r"</?(?:code|pre|p|b|i|em|strong|tt|kbd|samp|span|div|blockquote|li|ul|ol)"
                       r"(?:\s[^<>\n]{0,200})?>", re.IGNORECASE)
+# Colab and VS Code's notebooks copy a frame's file as a markdown link to itself:
+# "[<ipython-input-5-4b67>](https://localhost:8080/#) in <cell line: 57>()",
+# "File [~/env/lib/python3.9/site-packages/torch/nn/modules/module.py:1194](https://file+…)".
+# The link's text is what the traceback printed.
+LINKED_TEXT = re.compile(r"\[([^\[\]\n]{1,500})\]\((?:https?|file|vscode[\w+.-]{0,40}):[^()\s]{0,2000}\)")
 # A page or a word processor curls the quotes torch printed straight.
 STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
 IDE_NOISE = ("python-BaseException", "Process finished with exit code")
@@ -46,6 +52,8 @@ def undo_markup(text: str) -> str:
     if "<" in text:
         text = HTML_BREAK.sub("\n", HTML_INLINE_CODE.sub(r"`\2`", text))
         text = HTML_TAG.sub("", text)
+    if "](" in text:
+        text = LINKED_TEXT.sub(r"\1", text)
     if "&" in text and ENTITY.search(text):
         text = html.unescape(text)
     if not text.isascii():
