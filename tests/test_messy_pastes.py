@@ -850,3 +850,15 @@ def test_a_notebooks_frame_files_linked_to_themselves_read_as_the_traceback_prin
               "RuntimeError: mat1 and mat2 must have the same dtype\n")
     frames = parse_traceback(vscode).frames
     assert [(f.line, f.function) for f in frames] == [(1194, "Module._call_impl")]
+
+
+@pytest.mark.parametrize("message", [
+    "output with shape [1, 28, 28] doesn't match the broadcast shape [3, 28, 28]",
+    "stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and "
+    "[3, 200, 224] at entry 1",
+    "Sizes of tensors must match except in dimension 1. Expected size 32 but got size 31 for "
+    "tensor number 1 in the list.",
+])
+def test_todays_shape_wordings_quoted_alone_are_error_lines(message):
+    parsed = parse_traceback(f"The first batch fails with `{message}` - why?\n")
+    assert parsed is not None and parsed.message == message

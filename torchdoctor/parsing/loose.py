@@ -37,6 +37,8 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
     r"|not supported on CUDAType|Cannot access accelerator device|has a total capacity"
     r"|The offending index is|is invalid for input with"
+    # today's shape wordings that name no exception type when quoted alone
+    r"|doesn't match the broadcast shape|Sizes of tensors must match|expects each tensor to be equal size"
     # a launcher's word on a rank that died (Lightning: "Child process with PID N
     # terminated with code -9"), which a paste may hold without any traceback
     r"|terminated with code -?\d"
@@ -50,7 +52,8 @@ ROUTINE_NCCL_WARNINGS = ("libibverbs", "NET/Plugin", "NET/IB")
 MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
-                    "cudnn_status", "capacity", "offending", "nccl warn", "terminated")
+                    "cudnn_status", "capacity", "offending", "nccl warn", "terminated",
+                    "broadcast shape", "equal size")
 # Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
 # memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
 # keeps only the first.
