@@ -74,6 +74,7 @@ FAMILIES = [
     ("dtype.target_not_long",
      "The labels are float32 from the CSV, and for CrossEntropyLoss they need to be Long."),
     ("dtype.target_not_long", "nll_loss requires int64 class labels; mine were floats."),
+    ("dtype.target_not_long", "Does CrossEntropyLoss want the targets converted to int64 first?"),
 ]
 
 
