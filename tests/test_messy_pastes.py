@@ -862,3 +862,7 @@ def test_a_notebooks_frame_files_linked_to_themselves_read_as_the_traceback_prin
 def test_todays_shape_wordings_quoted_alone_are_error_lines(message):
     parsed = parse_traceback(f"The first batch fails with `{message}` - why?\n")
     assert parsed is not None and parsed.message == message
+
+
+def test_a_cpp_class_declared_with_an_exceptions_name_is_no_error_line():
+    assert parse_traceback("class RuntimeError : public std::exception {};\n") is None

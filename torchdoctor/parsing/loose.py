@@ -155,13 +155,21 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     return None
 
 
+def _typed_colon(found: re.Match[str]) -> str:
+    """``Type :`` as ``Type: ``, unless it is C++ declaring the name (``class
+    RuntimeError : public std::exception``)."""
+    declared = found.string[max(0, found.start() - 8):found.start()].rstrip().endswith(
+        ("class", "struct"))
+    return found.group(0) if declared else found["type"] + ": "
+
+
 def _ascii_punctuation(text: str) -> str:
     """A message retyped with a Chinese or Japanese input method has full-width colons,
     parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
     one retyped in French style puts a space before the colon ("RuntimeError :Expected
     …"); torch printed ``Type: message``."""
     if " :" in text:
-        text = SPACED_COLON.sub(r"\g<type>: ", text)
+        text = SPACED_COLON.sub(_typed_colon, text)
     return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
 
 
