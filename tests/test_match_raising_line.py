@@ -75,3 +75,12 @@ def test_a_softmax_kernel_refusing_integers_inside_a_loss_is_integer_predictions
 def test_a_softmax_kernel_refusing_integers_in_the_users_own_call_is_an_integer_input(kb):
     paste = traceback_raising("probs = lens.softmax(-1)", SOFTMAX_LONG)
     assert top(paste, kb) == "dtype.integer_input"
+
+
+@pytest.mark.parametrize("message", [
+    "RuntimeError: Index tensor must have the same number of dimensions as input tensor",
+    "RuntimeError: Index tensor must have the same number of dimensions as self tensor",
+])
+def test_a_gather_or_scatter_index_of_another_rank_is_the_index_shape_entry(message, kb):
+    paste = traceback_raising("q = q_values.gather(1, actions)", message)
+    assert top(paste, kb) == "index.gather_index_shape"
