@@ -866,3 +866,14 @@ def test_todays_shape_wordings_quoted_alone_are_error_lines(message):
 
 def test_a_cpp_class_declared_with_an_exceptions_name_is_no_error_line():
     assert parse_traceback("class RuntimeError : public std::exception {};\n") is None
+
+
+@pytest.mark.parametrize(("written", "kind"), [
+    ("Runtime Error : Index tensor must have same dimensions as input tensor", "RuntimeError"),
+    ("I keep getting Type Error: can't convert cuda:0 device type tensor to numpy. Use "
+     "Tensor.cpu() to copy the tensor to host memory first.", "TypeError"),
+])
+def test_a_builtin_exception_retyped_as_two_words_is_its_type(written, kind):
+    parsed = parse_traceback(written + "\n")
+    assert parsed.type == kind
+    assert parsed.message.startswith(("Index tensor", "can't convert"))

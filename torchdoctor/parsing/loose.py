@@ -89,6 +89,12 @@ def _recompile_reason(stripped: str) -> bool:
 
 FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
 FULL_WIDTH_COLON = re.compile("\uff1a ?")
+# A built-in exception's name retyped as two words before its colon ("Runtime Error:",
+# "Index Error :").
+SPLIT_TYPE = re.compile(
+    r"(?<![\w.])(?P<name>Runtime|Value|Type|Index|Attribute|Key|Assertion|Import|NotImplemented"
+    r"|ModuleNotFound|FileNotFound|Memory|Name|OS|Unpickling|ZeroDivision|Overflow|EOF|Recursion)"
+    r" Error(?=[ \t]{0,4}:)")
 SPACED_COLON = re.compile(r"(?<![\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception))[ \t]{1,4}:[ \t]?")
 # Prose in another script after the message on the same line ("…instead，这是为什么？"):
 # torch's messages are ASCII apart from paths, so the message ends where CJK or
@@ -132,7 +138,8 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     """
     chosen = list(indices)
     texts = [_ascii_punctuation(text) for text in texts] if any(
-        not texts[index].isascii() or " :" in texts[index] for index in chosen) else texts
+        not texts[index].isascii() or " :" in texts[index] or " Error" in texts[index]
+        for index in chosen) else texts
     for index in chosen:
         found = _ide_exception(texts, index)
         if found is not None:
@@ -167,7 +174,10 @@ def _ascii_punctuation(text: str) -> str:
     """A message retyped with a Chinese or Japanese input method has full-width colons,
     parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
     one retyped in French style puts a space before the colon ("RuntimeError :Expected
-    …"); torch printed ``Type: message``."""
+    …"), and a built-in type is sometimes retyped as two words ("Runtime Error:"); torch
+    printed ``Type: message``."""
+    if " Error" in text:
+        text = SPLIT_TYPE.sub(r"\g<name>Error", text)
     if " :" in text:
         text = SPACED_COLON.sub(_typed_colon, text)
     return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
