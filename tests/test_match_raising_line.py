@@ -84,3 +84,12 @@ def test_a_softmax_kernel_refusing_integers_in_the_users_own_call_is_an_integer_
 def test_a_gather_or_scatter_index_of_another_rank_is_the_index_shape_entry(message, kb):
     paste = traceback_raising("q = q_values.gather(1, actions)", message)
     assert top(paste, kb) == "index.gather_index_shape"
+
+
+def test_torch_16s_refusal_of_integer_division_is_its_own_entry(kb):
+    paste = traceback_raising(
+        "print(100 * correct / total)",
+        "RuntimeError: Integer division of tensors using div or / is no longer supported, and "
+        "in a future release div will perform true division as in Python 3. Use true_divide or "
+        "floor_divide (// in Python) instead.")
+    assert top(paste, kb) == "dtype.integer_tensor_division"

@@ -877,3 +877,13 @@ def test_a_builtin_exception_retyped_as_two_words_is_its_type(written, kind):
     parsed = parse_traceback(written + "\n")
     assert parsed.type == kind
     assert parsed.message.startswith(("Index tensor", "can't convert"))
+
+
+def test_an_exception_type_set_as_code_before_its_message_is_the_error_line():
+    paste = ("`RuntimeError:` Integer division of tensors using div or / is no longer supported, "
+             "and in a future release div will perform \ntrue division as in Python 3. Use "
+             "true_divide or floor_divide (// in Python) instead. \n\nHit in line 527.\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError"
+    assert parsed.message.startswith("Integer division of tensors")
+    assert parsed.message.endswith("(// in Python) instead.")

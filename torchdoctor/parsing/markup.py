@@ -41,6 +41,8 @@ LINKED_TEXT = re.compile(r"\[([^\[\]\n]{1,500})\]\((?:https?|file|vscode[\w+.-]{
 # A page or a word processor curls the quotes torch printed straight.
 STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
 IDE_NOISE = ("python-BaseException", "Process finished with exit code")
+# "`RuntimeError:` Integer division …": only the type set as code at the start of a line.
+QUOTED_TYPE = re.compile(r"([ \t]*)`([A-Za-z_][\w.]{0,100}(?:Error|Exception)):?`:?")
 # "# RuntimeError: …" or "### CUDA error: …": a markdown heading at the start of a line.
 # Python prints no line of a traceback at column 0 that opens with "#".
 HEADING = re.compile(r"#{1,6}[ \t]+(?=\S)")
@@ -68,8 +70,8 @@ def undo_markup(text: str) -> str:
 
 
 def undo_line_markup(line: str) -> str:
-    """One line without the backticks that wrap it whole or a heading's marks, or blank
-    if an IDE added it."""
+    """One line without the backticks that wrap it whole (or only its exception's type) or
+    a heading's marks, or blank if an IDE added it."""
     if line[:1] == "#":
         heading = HEADING.match(line)
         line = line[heading.end():] if heading else line
@@ -78,4 +80,7 @@ def undo_line_markup(line: str) -> str:
         return ""  # an IDE's line, or the lone backtick that closes a span around a paste
     if len(stripped) > 2 and stripped[0] == "`" and stripped[-1] == "`":
         return line.replace("`", "", 1)[::-1].replace("`", "", 1)[::-1]
+    quoted_type = QUOTED_TYPE.match(line) if stripped[:1] == "`" else None
+    if quoted_type:
+        return f"{quoted_type[1]}{quoted_type[2]}:{line[quoted_type.end():]}"
     return line
