@@ -93,3 +93,21 @@ def test_torch_16s_refusal_of_integer_division_is_its_own_entry(kb):
         "in a future release div will perform true division as in Python 3. Use true_divide or "
         "floor_divide (// in Python) instead.")
     assert top(paste, kb) == "dtype.integer_tensor_division"
+
+
+def test_bce_expecting_an_integer_dtype_names_integer_predictions(kb):
+    paste = traceback_raising("loss = criterion((out > 0.5).long(), labels)",
+                              "RuntimeError: Found dtype Float but expected Long")
+    assert top(paste, kb) == "dtype.integer_prediction_in_loss"
+
+
+def test_a_ragged_nested_list_given_to_torch_tensor_is_non_rectangular_data(kb):
+    paste = traceback_raising("ids = torch.tensor(batch_token_ids)",
+                              "ValueError: expected sequence of length 12 at dim 1 (got 9)")
+    assert top(paste, kb) == "other.non_numeric_data_to_tensor"
+
+
+def test_torch_six_reached_as_an_attribute_is_the_torch_six_entry(kb):
+    paste = traceback_raising("if isinstance(x, torch._six.string_classes):",
+                              "AttributeError: module 'torch' has no attribute '_six'")
+    assert top(paste, kb) == "other.torch_six_removed"
