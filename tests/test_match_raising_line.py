@@ -111,3 +111,12 @@ def test_torch_six_reached_as_an_attribute_is_the_torch_six_entry(kb):
     paste = traceback_raising("if isinstance(x, torch._six.string_classes):",
                               "AttributeError: module 'torch' has no attribute '_six'")
     assert top(paste, kb) == "other.torch_six_removed"
+
+
+@pytest.mark.parametrize(("message", "entry"), [
+    ("AttributeError: 'numpy.ndarray' object has no attribute 'cuda'", "other.numpy_tensor_mixup"),
+    ("AttributeError: 'Tensor' object has no attribute 'astype'", "other.numpy_tensor_mixup"),
+    ("AttributeError: 'Tensor' object has no attribute 'mT'", "other.removed_tensor_method"),
+])
+def test_a_missing_attribute_says_which_api_the_code_was_written_for(message, entry, kb):
+    assert top(traceback_raising("x = batch.method()", message), kb) == entry
