@@ -120,3 +120,15 @@ def test_torch_six_reached_as_an_attribute_is_the_torch_six_entry(kb):
 ])
 def test_a_missing_attribute_says_which_api_the_code_was_written_for(message, entry, kb):
     assert top(traceback_raising("x = batch.method()", message), kb) == entry
+
+
+def test_torch_1x_conv_channels_with_bare_weight_sizes(kb):
+    paste = ("RuntimeError: Given groups=1, weight of size 64 1 3 3, expected input[32, 3, 224, "
+             "224] to have 1 channels, but got 3 channels instead\n")
+    assert top(paste, kb) == "shape.conv_channels"
+
+
+def test_thrusts_failed_synchronize_is_a_device_side_assert(kb):
+    paste = ("neg_inds.unique() fails with transform: failed to synchronize: cudaErrorAssert: "
+             "device-side assert triggered\n")
+    assert top(paste, kb) == "index.device_side_assert"

@@ -75,6 +75,8 @@ FAMILIES = [
      "The labels are float32 from the CSV, and for CrossEntropyLoss they need to be Long."),
     ("dtype.target_not_long", "nll_loss requires int64 class labels; mine were floats."),
     ("dtype.target_not_long", "Does CrossEntropyLoss want the targets converted to int64 first?"),
+    # A loader that hangs, told through the setting that changes it.
+    ("dataloader.hang", "Evaluation blocks forever; with num_workers lowered to 2 it still blocks."),
 ]
 
 
