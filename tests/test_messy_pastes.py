@@ -887,3 +887,20 @@ def test_an_exception_type_set_as_code_before_its_message_is_the_error_line():
     assert parsed.type == "RuntimeError"
     assert parsed.message.startswith("Integer division of tensors")
     assert parsed.message.endswith("(// in Python) instead.")
+
+
+@pytest.mark.parametrize("written", [
+    "I actually meant _IndexError: index out of range in self_ in the title.",
+    "*IndexError: index out of range in self*",
+])
+def test_an_error_line_set_in_italics(written):
+    parsed = parse_traceback(written + "\n")
+    assert (parsed.type, parsed.message.split(" in self")[0]) == ("IndexError", "index out of range")
+
+
+def test_a_tracebacks_star_arguments_are_no_italics():
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/opt/torch/nn/modules/module.py", line 727, in _call_impl\n'
+             "    result = self.forward(*input, **kwargs)\n"
+             "IndexError: index out of range in self\n")
+    assert parse_traceback(paste).frames[0].code == "result = self.forward(*input, **kwargs)"

@@ -4,7 +4,7 @@ A traceback copied from a scraped page has ``&quot;`` or curly quotes for its qu
 and may keep the page's tags (``<br>``, ``<code>``), a notebook's copy links each frame's
 file to itself (``[<ipython-input-5-…>](https://localhost:8080/#)``),
 one posted in markdown sits in a code fence that may open in the middle of a
-sentence, an error line gets wrapped in backticks or ``**bold**`` or made a heading
+sentence, an error line gets wrapped in backticks, ``**bold**`` or italics or made a heading
 (``# RuntimeError: …`` as an issue's title), and PyCharm adds
 ``python-BaseException`` under the exception. Each is removed here, before lines are
 read; nothing else about the text changes. Every pattern is bounded, so the pass is
@@ -21,6 +21,11 @@ ENTITY = re.compile(r"&(?:[A-Za-z]{2,8}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 # "```Traceback (most recent call last):" keeps its first word.
 FENCE = re.compile(r"```(?:[A-Za-z0-9_+-]{1,20}(?=[ \t]*(?:\r?\n|$)))?")
 BOLD = re.compile(r"\*\*([^*\n]{1,300})\*\*")
+# An error line set in italics with underscores or single stars ("_IndexError: index out
+# of range in self_"); only a span that opens with an exception's type, so a traceback's
+# "*input, **kwargs" is no italic.
+ITALIC_ERROR = re.compile(
+    r"(?<![\w*])([_*])([A-Za-z][\w.]{0,100}(?:Error|Exception): [^\n_*]{1,1000}?)\1(?![\w*])")
 # Bold that opens on one line and closes on a later one: the marks at a line's start
 # (column 0, where no traceback line begins with "**") and at its end.
 BOLD_ACROSS_LINES = re.compile(r"^\*\*(?=\S)|(?<=\S)\*\*[ \t]*$", re.MULTILINE)
@@ -62,6 +67,8 @@ def undo_markup(text: str) -> str:
         text = text.translate(STRAIGHT_QUOTES)
     if "```" in text:
         text = FENCE.sub("\n", text)
+    if ("_" in text or "*" in text) and ITALIC_ERROR.search(text):
+        text = ITALIC_ERROR.sub(r"\2", text)
     if "**" in text:
         text = BOLD.sub(r"\1", text)
         if "**" in text:
