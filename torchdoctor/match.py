@@ -705,9 +705,16 @@ def _raising_context(parsed: object, text: str, code: str | None) -> str:
     users = [i for i, frame in enumerate(frames) if _value(frame, "is_user")]
     below = frames[users[-1] + 1:] if users else frames
     parts = [code or ""] + [str(_value(frame, "function") or "") for frame in below]
+    # torch's own module file names the op family its frame runs (torch/nn/modules/conv.py
+    # calls a convolution from a method named ``forward``): a traceback cut before F.conv2d.
+    parts += [found.group(1) for frame in below
+              if (found := _TORCH_MODULE_FILE.search(str(_value(frame, "file") or "")))]
     if not frames and not code:
         parts.append(_WARNING_LINE.sub("", text[-2000:]))
     return "\n".join(part for part in parts if part)
+
+
+_TORCH_MODULE_FILE = re.compile(r"[/\\]torch[/\\](?:[\w.]{1,60}[/\\]){0,6}(\w{1,60})\.py$")
 
 
 def _entry_ops(entry: object) -> set[str]:

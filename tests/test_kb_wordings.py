@@ -1,0 +1,121 @@
+"""Wordings of the shipped knowledge base, as people quote them and as torch prints them.
+
+Each test reads a form a whole family of reports takes (an old message quoted without
+its argument, the dispatcher's backend list quoted alone, TorchScript's front-end
+errors) against the shipped entries; the TorchScript errors are raised live by the
+installed torch, in a subprocess, so the doctor side stays torch-free here.
+"""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from torchdoctor.knowledge import load_knowledge
+from torchdoctor.match import diagnose
+
+KB = load_knowledge(include_user=False, use_cache=False, report=False)
+
+
+def top(text: str) -> str | None:
+    matches = diagnose(text, KB).matches
+    return str(matches[0].entry.id) if matches else None
+
+
+@pytest.mark.parametrize("quoted", [
+    "forward fails with RuntimeError: Expected object of backend CPU but got backend CUDA, "
+    "although the model was moved.",
+    "RuntimeError: Expected object of backend CUDA but got backend CPU for argument #2 'mat1'",
+])
+def test_torch_1_0s_backend_wording_is_a_device_mix_with_or_without_its_argument(quoted):
+    assert top(quoted) == "device.mixed_devices"
+
+
+def cut_traceback(module_file: str, code: str) -> str:
+    return textwrap.dedent(f"""\
+        # Expected object of type torch.FloatTensor but found type torch.cuda.FloatTensor
+        Traceback (most recent call last):
+          File "test.py", line 26, in <module>
+            out = model(batch)
+          File "/usr/lib/python2.7/dist-packages/torch/nn/modules/module.py", line 357, in __call__
+            result = self.forward(*input, **kwargs)
+          File "/usr/lib/python2.7/dist-packages/torch/nn/modules/{module_file}", line 282, in forward
+            {code}
+        """)
+
+
+def test_a_type_mismatch_quoted_without_its_argument_inside_a_convolution_is_its_weight():
+    # torch 0.4 named the argument ('weight'); a title drops it, torch's conv.py frame says it.
+    assert top(cut_traceback("conv.py", "self.padding, self.dilation, self.groups)")) == (
+        "device.input_weight_device")
+    assert top(cut_traceback("linear.py", "return F.linear(input, self.weight, self.bias)")) == (
+        "device.mixed_devices")
+
+
+DISPATCH_LIST = ("'aten::_slow_conv2d_forward' is only available for these backends: "
+                 "[CPU, Meta, SparseCPU, BackendSelect, Python, Named]")
+
+
+def test_an_op_without_a_metal_kernel_is_recognised_from_the_dispatchers_words():
+    assert top("NotImplementedError: Could not run 'aten::amax.out' with arguments from the "
+               "'MPS' backend. This could be because the operator doesn't exist for this "
+               "backend") == "device.mps_op_not_implemented"
+    # The backend list quoted alone, in typographic quotes, beside words naming the device.
+    quoted = DISPATCH_LIST.replace("'", "\u2018", 1).replace("'", "\u2019", 1)
+    assert top(f'After model.to("mps") the forward dies with\n\n{quoted}\n') == (
+        "device.mps_op_not_implemented")
+
+
+def test_the_backend_list_alone_says_nothing_of_mps_when_no_word_names_it():
+    assert top(f"Calling my CUDA extension gives\n\n{DISPATCH_LIST}\n") != (
+        "device.mps_op_not_implemented")
+
+
+def test_every_leaf_in_place_wording_of_torch_names_the_leaf_entry():
+    # The strings torch's autograd raises for a leaf that requires grad written in place.
+    for message in ("a leaf Variable that requires grad is being used in an in-place operation.",
+                    "a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation.",
+                    "a leaf Variable that requires grad has been used in an in-place operation.",
+                    "leaf variable has been moved into the graph interior"):
+        assert top(f"RuntimeError: {message}") == "autograd.leaf_inplace", message
+
+
+SCRIPTED = textwrap.dedent('''
+    import json, traceback, warnings
+    import torch
+    warnings.simplefilter("ignore")
+
+    def comprehension_if(x):
+        return [i for i in range(3) if i]
+
+    def unknown_name(x):
+        return not_defined_anywhere + x
+
+    def python_builtin(x):
+        with open("data.txt") as f:
+            pass
+        return x
+
+    out = []
+    for fn in (comprehension_if, unknown_name, python_builtin):
+        try:
+            torch.jit.script(fn)
+            out.append(None)
+        except Exception:
+            out.append(traceback.format_exc())
+    print(json.dumps(out))
+''')
+
+
+def test_torchscripts_front_end_errors_raised_by_the_installed_torch_name_its_entry(tmp_path):
+    script = tmp_path / "scripted.py"  # TorchScript compiles from the source file
+    script.write_text(SCRIPTED)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, check=True)
+    tracebacks = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(tracebacks), "each function must fail to script"
+    for text in tracebacks:
+        assert top(text) == "compile.torchscript_unsupported", text
