@@ -119,3 +119,24 @@ def test_torchscripts_front_end_errors_raised_by_the_installed_torch_name_its_en
     assert all(tracebacks), "each function must fail to script"
     for text in tracebacks:
         assert top(text) == "compile.torchscript_unsupported", text
+
+
+def keys_error(model: str, missing: str, unexpected: str) -> str:
+    return (f"RuntimeError: Error(s) in loading state_dict for {model}:\n"
+            f"\tMissing key(s) in state_dict: {missing}. \n"
+            f"\tUnexpected key(s) in state_dict: {unexpected}. \n")
+
+
+def test_key_lists_blanked_out_still_name_the_wrapper_the_checkpoint_was_loaded_into():
+    assert top(keys_error("DataParallel", "xxxxxxxx", "xxxxxxxx")) == "state_dict.module_prefix"
+    # Both sides prefixed: the wrapper is on both, the layers differ.
+    assert top(keys_error("DataParallel", '"module.fc.weight"', '"module.head.weight"')) == (
+        "state_dict.missing_unexpected_keys")
+
+
+def test_keys_cut_by_a_fixed_count_show_a_prefix_strip_applied_to_unprefixed_keys():
+    # k[7:] on keys without "module.": "t" becomes "", "binary1.cl" becomes ".cl".
+    cut = keys_error("Net", '"t", "layer_list.0.cl", "binary1.cl"', '"", "ist.0.cl", ".cl"')
+    assert top(cut) == "state_dict.module_prefix"
+    renamed = keys_error("Net", '"fc.weight", "fc.bias"', '"classifier.weight", "classifier.bias"')
+    assert top(renamed) == "state_dict.missing_unexpected_keys"
