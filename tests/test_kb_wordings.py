@@ -140,3 +140,37 @@ def test_keys_cut_by_a_fixed_count_show_a_prefix_strip_applied_to_unprefixed_key
     assert top(cut) == "state_dict.module_prefix"
     renamed = keys_error("Net", '"fc.weight", "fc.bias"', '"classifier.weight", "classifier.bias"')
     assert top(renamed) == "state_dict.missing_unexpected_keys"
+
+
+@pytest.mark.parametrize(("prose", "expected"), [
+    # the installed build named by its device, in any language, beside a CUDA check that fails
+    ("装好环境后发现 torch 是 CPU 版本, torch.cuda.is_available() 一直返回 False。",
+     "device.torch_without_cuda"),
+    ("pip gave me the cpu wheel of torch; torch.cuda.is_available() prints False.",
+     "device.torch_without_cuda"),
+    # the run goes on, on the CPU
+    ("Training works but the CPU is at 100 % and the GPU stays at 0 % the whole time.",
+     "device.no_cuda_device"),
+    # a tensor the module holds, left behind by .cuda()
+    ("After net.cuda():\n>>> net.fc.weight.device\ndevice(type='cuda', index=0)\n"
+     ">>> net.anchors.device\ndevice(type='cpu')", "device.mixed_devices"),
+    ("Predicting fails on the GPU; moving the model to the cpu first works.",
+     "device.input_weight_device"),
+    # checkpoints and the wrapper they were saved from
+    ("I trained with nn.DataParallel and now the checkpoint only loads if I wrap the model "
+     "in DataParallel again.", "state_dict.module_prefix"),
+    ("I changed the first conv block and now loading the pretrained weights complains about "
+     "missing keys and unexpected keys.", "state_dict.missing_unexpected_keys"),
+    # compile: the Triton class torch imports, a guard on a value read out of a tensor
+    ("torch.compile fails because AttrsDescriptor cannot be found in triton.compiler.compiler.",
+     "compile.triton_missing"),
+    ("# Guard fails when indexing with `.item()` under torch.compile", "compile.data_dependent_guard"),
+])
+def test_a_described_symptom_names_its_entry(prose, expected):
+    assert top(prose) == expected
+
+
+def test_torchs_own_key_lists_are_the_message_not_a_retelling_of_it():
+    quoted = ('Resuming gives `Missing key(s) in state_dict: "stem.weight", [...] '
+              'Unexpected key(s) in state_dict: "_orig_mod.stem.weight", [...]`.')
+    assert top(quoted) == "state_dict.compile_prefix"

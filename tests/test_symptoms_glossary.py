@@ -105,3 +105,13 @@ def test_a_loss_value_that_starts_with_zero_is_no_zero():
     read = in_english("loss 一直是 0.693，梯度是 0")
     assert read is not None
     assert "0.693" in read and read.count("is zero") == 1
+
+
+@pytest.mark.parametrize(("text", "english"), [
+    ("torch 是 cpu 版本", "cpu version"),
+    ("装的是CPU版的 torch", "CPU version"),
+    ("cuda.is_available() 永远返回 False", "returns  False"),
+    ("is_available() всегда возвращает False", "returns  False"),
+])
+def test_a_build_named_by_its_device_and_a_functions_answer_read_in_english(text, english):
+    assert english in (in_english(text) or "")

@@ -119,6 +119,12 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
+    # A build named by its device ("cpu 版本", "CPU版", "CPU バージョン"): which torch is installed.
+    (r"(?<=cpu)\s*(?:版本|版|バージョン|버전|верси[яию])", " version"),
+    # A function's answer as the person saw it: "永远返回 False", "always returns False".
+    (r"(?:永远|总是|一直|始终|都)?返回(?=\s*(?:True|False|None)\b)"
+     r"|(?:всегда\s+)?возвращает(?=\s*(?:True|False|None)\b)",
+     " returns "),
     (r"(?:一路)?(?:降|减小|减少|调小|改小|缩小)(?:到|至)|まで(?:下げ|減らし)\w{0,3}|(?:로|으로)\s*줄",
      " lowered to "),
 )
