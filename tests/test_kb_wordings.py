@@ -174,3 +174,18 @@ def test_torchs_own_key_lists_are_the_message_not_a_retelling_of_it():
     quoted = ('Resuming gives `Missing key(s) in state_dict: "stem.weight", [...] '
               'Unexpected key(s) in state_dict: "_orig_mod.stem.weight", [...]`.')
     assert top(quoted) == "state_dict.compile_prefix"
+
+
+INPLACE_AFTER_RETAIN = (
+    "The loop first said I was trying to backward through the graph a second time, so I "
+    "passed retain_graph=True to backward, and now it fails with\n\n"
+    "RuntimeError: one of the variables needed for gradient computation has been modified by an "
+    "inplace operation: [torch.FloatTensor [64, 16]] is at version 3; expected version 2 instead.\n")
+
+
+def test_an_inplace_error_after_retain_graph_was_added_is_the_first_errors_cause():
+    ranked = [m.entry.id for m in diagnose(INPLACE_AFTER_RETAIN, KB).matches]
+    assert ranked[:2] == ["autograd.backward_twice", "autograd.inplace_modified"]
+    # The in-place error alone stays the in-place entry.
+    alone = INPLACE_AFTER_RETAIN.split("now it fails with\n\n")[1]
+    assert top(alone) == "autograd.inplace_modified"
