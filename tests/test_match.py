@@ -975,3 +975,18 @@ def test_torchs_module_file_under_the_users_frame_names_the_op_it_runs():
     # A user's own file of that name is not torch's convolution.
     ranked = diagnose(cut_in("/home/me/project/conv.py"), kb(generic, conv)).matches
     assert [m.entry.id for m in ranked] == ["device.mixed_devices"]
+
+
+def test_the_source_line_under_a_warning_is_torchs_output_not_the_persons_words():
+    # Both warnings matched; only the person's own words may decide between them, and the
+    # code line Python prints under a warning ("total += loss.data[0]") is not theirs.
+    volatile = entry("autograd.volatile_removed",
+                     patterns=[("UserWarning", r"volatile was removed and now has no effect")])
+    zero_dim = entry("other.zero_dim_index",
+                     patterns=[("IndexError", r"invalid index of a 0-dim tensor")],
+                     symptoms=[r"\.data\[0\]"])
+    ranked = [m.entry.id for m in diagnose(VOLATILE + ZERO_DIM, kb(volatile, zero_dim)).matches]
+    assert ranked == ["autograd.volatile_removed", "other.zero_dim_index"]
+    said = "I still read the loss with loss.data[0] everywhere.\n" + VOLATILE + ZERO_DIM
+    ranked = [m.entry.id for m in diagnose(said, kb(volatile, zero_dim)).matches]
+    assert ranked == ["other.zero_dim_index", "autograd.volatile_removed"]

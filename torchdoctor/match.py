@@ -945,7 +945,9 @@ def _prose_around(parsed: object, text: str) -> str:
     exception's name among them (``torch._dynamo.exc.Unsupported:`` is torch's, not a
     description of a graph break)."""
     if parsed is None or _value(parsed, "type") is None:
-        return text  # no error line: the "message" is the person's own sentence
+        # No error line: the "message" is the person's own sentence; the warnings torch
+        # printed (and the source line under each) are program output, not their words.
+        return _WARNING_LINE.sub("", text)
     named = re.compile(r"(?:[\w]+\.)*" + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1])
                        + r"\s*:")
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
