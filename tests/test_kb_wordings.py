@@ -189,3 +189,18 @@ def test_an_inplace_error_after_retain_graph_was_added_is_the_first_errors_cause
     # The in-place error alone stays the in-place entry.
     alone = INPLACE_AFTER_RETAIN.split("now it fails with\n\n")[1]
     assert top(alone) == "autograd.inplace_modified"
+
+
+def copy_error(expected: str, src: str, counts: str) -> str:
+    return (f"RuntimeError: inconsistent tensor size, expected tensor [{expected}] and src [{src}] "
+            f"to have the same number of elements, but got {counts} elements respectively at "
+            "/pytorch/torch/lib/TH/generic/THTensorCopy.c:86")
+
+
+def test_a_layer_filled_from_a_short_flat_slice_is_a_weights_file_for_another_network():
+    # torch < 0.4: darknet loaders copy 1-D slices of the file into each layer.
+    assert top(copy_error("64 x 32 x 3 x 3", "1776", "18432 and 1776")) == (
+        "state_dict.size_mismatch")
+    # Two tensors of different shapes copied: an ordinary element-count mismatch.
+    assert top(copy_error("100 x 3 x 128 x 128", "100 x 3 x 112 x 128", "4915200 and 4300800")) == (
+        "shape.numel_mismatch")
