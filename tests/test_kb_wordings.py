@@ -165,6 +165,9 @@ def test_keys_cut_by_a_fixed_count_show_a_prefix_strip_applied_to_unprefixed_key
     ("torch.compile fails because AttrsDescriptor cannot be found in triton.compiler.compiler.",
      "compile.triton_missing"),
     ("# Guard fails when indexing with `.item()` under torch.compile", "compile.data_dependent_guard"),
+    # weights a module never registered: the optimizer never sees them
+    ("The gates live in a regular dict rather than an nn.ModuleDict, so they never appear in "
+     "`model.parameters()` and keep their initial values.", "training.optimizer_param_no_grad"),
 ])
 def test_a_described_symptom_names_its_entry(prose, expected):
     assert top(prose) == expected
