@@ -207,3 +207,15 @@ def test_a_layer_filled_from_a_short_flat_slice_is_a_weights_file_for_another_ne
     # Two tensors of different shapes copied: an ordinary element-count mismatch.
     assert top(copy_error("100 x 3 x 128 x 128", "100 x 3 x 112 x 128", "4915200 and 4300800")) == (
         "shape.numel_mismatch")
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("Placeholder storage has not been allocated on MPS device!", "device.mixed_devices"),
+    ("Input type (MPSFloatType) and weight type (torch.FloatTensor) should be the same",
+     "device.input_weight_device"),
+    ("Input type (CPUBFloat16Type) and weight type (MPSBFloat16Type) should be the same",
+     "device.input_weight_device"),
+])
+def test_the_apple_gpus_device_mix_wordings(message, expected):
+    assert top(f"RuntimeError: {message}") == expected
+
