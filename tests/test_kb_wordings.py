@@ -219,3 +219,21 @@ def test_a_layer_filled_from_a_short_flat_slice_is_a_weights_file_for_another_ne
 def test_the_apple_gpus_device_mix_wordings(message, expected):
     assert top(f"RuntimeError: {message}") == expected
 
+
+
+HOOK_UNDER_NO_GRAD = textwrap.dedent('''
+    import torch
+    layer = torch.nn.Linear(4, 2)
+    with torch.no_grad():
+        out = layer(torch.randn(3, 4))
+    out.register_hook(lambda grad: grad)
+''')
+
+
+def test_a_gradient_hook_on_an_output_made_under_no_grad_is_a_graph_cut(tmp_path):
+    script = tmp_path / "cam.py"
+    script.write_text(HOOK_UNDER_NO_GRAD)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert "register a hook" in done.stderr
+    assert top(done.stderr) == "autograd.no_grad_fn"
