@@ -151,6 +151,9 @@ def test_keys_cut_by_a_fixed_count_show_a_prefix_strip_applied_to_unprefixed_key
     # the run goes on, on the CPU
     ("Training works but the CPU is at 100 % and the GPU stays at 0 % the whole time.",
      "device.no_cuda_device"),
+    # the message retold
+    ("It keeps saying my tensors are on different devices although I called model.to(device).",
+     "device.mixed_devices"),
     # a tensor the module holds, left behind by .cuda()
     ("After net.cuda():\n>>> net.fc.weight.device\ndevice(type='cuda', index=0)\n"
      ">>> net.anchors.device\ndevice(type='cpu')", "device.mixed_devices"),
