@@ -162,6 +162,8 @@ def test_keys_cut_by_a_fixed_count_show_a_prefix_strip_applied_to_unprefixed_key
     # checkpoints and the wrapper they were saved from
     ("I trained with nn.DataParallel and now the checkpoint only loads if I wrap the model "
      "in DataParallel again.", "state_dict.module_prefix"),
+    ("I get a shape mismatch when loading the pretrained weights into my 10-class model.",
+     "state_dict.size_mismatch"),
     ("I changed the first conv block and now loading the pretrained weights complains about "
      "missing keys and unexpected keys.", "state_dict.missing_unexpected_keys"),
     # compile: the Triton class torch imports, a guard on a value read out of a tensor
