@@ -242,3 +242,17 @@ def test_a_gradient_hook_on_an_output_made_under_no_grad_is_a_graph_cut(tmp_path
                           timeout=120)
     assert "register a hook" in done.stderr
     assert top(done.stderr) == "autograd.no_grad_fn"
+
+
+TOO_OLD = ("Found NVIDIA GeForce GTX 1070 which is too old to be supported by the triton GPU "
+           "compiler, which is used as the backend. Triton only supports devices of CUDA "
+           "Capability >= 7.0, but your device is of CUDA capability 6.1")
+
+
+def test_a_gpu_older_than_triton_supports_is_named_inside_inductors_wrapper_too():
+    assert top(f"RuntimeError: {TOO_OLD}") == "compile.gpu_too_old_for_triton"
+    wrapped = ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+               f"RuntimeError: {TOO_OLD}\n\n"
+               'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information\n')
+    match = diagnose(wrapped, KB).matches[0]
+    assert (match.entry.id, match.fields["capability"]) == ("compile.gpu_too_old_for_triton", "6.1")
