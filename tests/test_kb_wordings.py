@@ -256,3 +256,17 @@ def test_a_gpu_older_than_triton_supports_is_named_inside_inductors_wrapper_too(
                'Set TORCH_LOGS="+dynamo" and TORCHDYNAMO_VERBOSE=1 for more information\n')
     match = diagnose(wrapped, KB).matches[0]
     assert (match.entry.id, match.fields["capability"]) == ("compile.gpu_too_old_for_triton", "6.1")
+
+
+NMS = ("NotImplementedError: Could not run '{op}' with arguments from the 'CUDA' backend. This "
+       "could be because the operator doesn't exist for this backend.")
+
+
+def test_a_library_operator_without_a_cuda_kernel_is_a_cpu_build_of_that_library():
+    assert top(NMS.format(op="torchvision::nms")) == "device.extension_without_cuda_kernel"
+    assert top(NMS.format(op="torchvision::roi_align")) == "device.extension_without_cuda_kernel"
+    # torch's own operators are not an extension's.
+    assert top(NMS.format(op="aten::empty_strided")) != "device.extension_without_cuda_kernel"
+    # The versions printed side by side say the same without the message.
+    assert top("torch and torchvision print: 2.7.0+cu128 0.22.0+cpu") == (
+        "device.extension_without_cuda_kernel")
