@@ -270,3 +270,30 @@ def test_a_library_operator_without_a_cuda_kernel_is_a_cpu_build_of_that_library
     # The versions printed side by side say the same without the message.
     assert top("torch and torchvision print: 2.7.0+cu128 0.22.0+cpu") == (
         "device.extension_without_cuda_kernel")
+
+
+def test_a_checkpoint_trained_on_several_gpus_and_loaded_for_one_is_the_wrappers_prefix():
+    # In any language: "多卡" / "单卡" read as several GPUs / a single GPU.
+    missing = ('RuntimeError: Error(s) in loading state_dict for Net:\n'
+               '\tMissing key(s) in state_dict: "aspp.branch1.0.weight", "aspp.branch1.0.bias".\n')
+    said = "多卡训出来的模型,用单卡跑测试就报下面的错,两块卡推理却没问题:\n"
+    assert top(said + missing) == "state_dict.module_prefix"
+    assert top(missing) == "state_dict.missing_unexpected_keys"
+    assert top("Trained on 4 GPUs; loading the weights for a single GPU gives missing keys "
+               "for every layer.") == "state_dict.module_prefix"
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    # wordings of older releases, quoted as printed
+    ("Some of weight/gradient/input tensors are located on different GPUs. Please move them to "
+     "a single one.", "device.mixed_devices"),
+    ("Inference tensors can't be saved for backward. To work around you can make a clone to get "
+     "a normal tensor and use it in autograd.", "autograd.inference_tensor"),
+])
+def test_older_wordings_of_device_and_autograd_errors(message, expected):
+    assert top(f"RuntimeError: {message}") == expected
+
+
+def test_a_compile_that_fails_only_in_max_autotune_is_the_backend():
+    assert top("torch.compile(mode='max-autotune') dies inside Triton on one matmul; the default "
+               "mode works.") == "compile.backend_failed"

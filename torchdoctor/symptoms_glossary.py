@@ -119,6 +119,9 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
+    # How many GPUs a run used: "多卡", "两块卡", "单卡", "一张卡".
+    (r"多(?:张|块)?(?:卡|GPU|显卡)|(?:两|二|三|四|八)\s*(?:张|块)\s*(?:卡|GPU|显卡)", " multiple GPUs "),
+    (r"单(?:张|块)?(?:卡|GPU|显卡)|一\s*(?:张|块)\s*(?:卡|GPU|显卡)", " single GPU "),
     # A build named by its device ("cpu 版本", "CPU版", "CPU バージョン"): which torch is installed.
     (r"(?<=cpu)\s*(?:版本|版|バージョン|버전|верси[яию])", " version"),
     # A function's answer as the person saw it: "永远返回 False", "always returns False".
