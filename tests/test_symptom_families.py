@@ -178,6 +178,18 @@ FAMILIES = [
     ('memory.cuda_oom', 'CUDA out of memory with batch size 16 on my 1080 Ti; with batch size 8 it trains fine.'),
     ('memory.growing',
      'I call model.eval() and use torch.no_grad() in validation, but GPU memory still keeps growing every epoch until OOM.'),
+    # Workers whose random numbers repeat, the order of the words as people tell it.
+    ("dataloader.worker_numpy_seed",
+     "With 4 workers, every worker's random numbers are the same; the noise repeats."),
+    ("dataloader.worker_numpy_seed", "num_workers=4 时每个 worker 生成的随机数完全相同"),
+    ("dataloader.worker_numpy_seed", "num_workers=4 にすると各 worker の乱数が同じになります"),
+    # A class-index loss that wants Long labels, told without its message.
+    ("dtype.target_not_long",
+     "The labels are float32 from the CSV, and for CrossEntropyLoss they need to be Long."),
+    ("dtype.target_not_long", "nll_loss requires int64 class labels; mine were floats."),
+    ("dtype.target_not_long", "Does CrossEntropyLoss want the targets converted to int64 first?"),
+    # A loader that hangs, told through the setting that changes it.
+    ("dataloader.hang", "Evaluation blocks forever; with num_workers lowered to 2 it still blocks."),
 ]
 
 

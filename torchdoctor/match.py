@@ -683,6 +683,9 @@ def _ops_called(code: str | None) -> set[str]:
 # lines under its `In [5]:` prompt.
 _SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$"
                          r"|^In \[\d{0,6}\]:[ \t]*((?:\n?[^\n]{1,300}){1,20})", re.MULTILINE)
+# A span that is code: a call, an attribute, an index, an assignment or an operator on a
+# name. A value or a word set as code (`[16, 2]`, `Long`) says nothing of where it raised.
+_STATEMENT = re.compile(r"[A-Za-z_]\w*\s*[(.\[]|[=@+*/-]")
 # The statement typed at the interpreter's prompt: a <stdin> frame prints no code line.
 _REPL_LINE = re.compile(r"^>>> (\S[^\n]{0,300})$", re.MULTILINE)
 
@@ -703,7 +706,7 @@ def _raising_code(parsed: object, text: str) -> str | None:
             return typed[-1] if typed else None
         return code
     shown = ["".join(groups) for groups in _SHOWN_CODE.findall(text[-4000:])]
-    return "\n".join(shown) or None
+    return "\n".join(span for span in shown if _STATEMENT.search(span)) or None
 
 
 def _raising_context(parsed: object, text: str, code: str | None) -> str:
@@ -716,9 +719,16 @@ def _raising_context(parsed: object, text: str, code: str | None) -> str:
     users = [i for i, frame in enumerate(frames) if _value(frame, "is_user")]
     below = frames[users[-1] + 1:] if users else frames
     parts = [code or ""] + [str(_value(frame, "function") or "") for frame in below]
+    # torch's own module file names the op family its frame runs (torch/nn/modules/conv.py
+    # calls a convolution from a method named ``forward``): a traceback cut before F.conv2d.
+    parts += [found.group(1) for frame in below
+              if (found := _TORCH_MODULE_FILE.search(str(_value(frame, "file") or "")))]
     if not frames and not code:
         parts.append(_WARNING_LINE.sub("", text[-2000:]))
     return "\n".join(part for part in parts if part)
+
+
+_TORCH_MODULE_FILE = re.compile(r"[/\\]torch[/\\](?:[\w.]{1,60}[/\\]){0,6}(\w{1,60})\.py$")
 
 
 def _entry_ops(entry: object) -> set[str]:
@@ -953,7 +963,9 @@ def _prose_around(parsed: object, text: str) -> str:
     exception's name among them (``torch._dynamo.exc.Unsupported:`` is torch's, not a
     description of a graph break)."""
     if parsed is None or _value(parsed, "type") is None:
-        return text  # no error line: the "message" is the person's own sentence
+        # No error line: the "message" is the person's own sentence; the warnings torch
+        # printed (and the source line under each) are program output, not their words.
+        return _WARNING_LINE.sub("", text)
     named = re.compile(r"(?:[\w]+\.)*" + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1])
                        + r"\s*:")
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()

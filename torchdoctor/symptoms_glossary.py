@@ -157,13 +157,26 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"(?:也)?在起作用|(?:也)?(?:生效|起效)(?:了)?", " is active "),
     (r"(?:预测|推理|测试)(?:的)?时(?:候)?", " at prediction "),
     (r"(?:就|都|也)?(?:变了|改变了|不一样了|不同了)", " changed "),
+    # --- random numbers that repeat --------------------------------------------------
+    (r"随机数|乱数|난수|случайны\w*\s+числ\w*|n[úu]meros\s+aleat[óo]rios|Zufallszahlen",
+     " random numbers "),
+    (r"一模一样|完全(?:相同|一样)|(?:都)?(?:相同|一样|同一串)|全く同じ|同じ|똑같|동일|одинаков\w*"
+     r"|(?:los|las|os|as)\s+mism[oa]s|\bgleich(?:e|en)?\b",
+     " same "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
-    # --- how many GPUs a run used, and a model wrapped or not --------------------------
-    (r"(?:单机)?多(?:卡|块(?:显)?卡|张(?:显)?卡|GPU)|双卡|(?:两|2)(?:块|张)(?:显)?卡|マルチGPU|複数(?:の)?GPU|멀티\s*GPU|다중\s*GPU",
-     " multiple GPUs "),
-    (r"单(?:卡|块(?:显)?卡|张(?:显)?卡|GPU)|一(?:块|张)(?:显)?卡|シングルGPU|単一(?:の)?GPU|단일\s*GPU|싱글\s*GPU",
-     " single GPU "),
+    # How many GPUs a run used: "多卡", "两块卡", "单卡", "一张卡".
+    (r"多(?:张|块)?(?:卡|GPU|显卡)|(?:两|二|三|四|八)\s*(?:张|块)\s*(?:卡|GPU|显卡)", " multiple GPUs "),
+    (r"单(?:张|块)?(?:卡|GPU|显卡)|一\s*(?:张|块)\s*(?:卡|GPU|显卡)", " single GPU "),
+    # A build named by its device ("cpu 版本", "CPU版", "CPU バージョン"): which torch is installed.
+    (r"(?<=cpu)\s*(?:版本|版|バージョン|버전|верси[яию])", " version"),
+    # A function's answer as the person saw it: "永远返回 False", "always returns False".
+    (r"(?:永远|总是|一直|始终|都)?返回(?=\s*(?:True|False|None)\b)"
+     r"|(?:всегда\s+)?возвращает(?=\s*(?:True|False|None)\b)",
+     " returns "),
+    (r"双卡|マルチGPU|複数(?:の)?GPU|멀티\s*GPU|다중\s*GPU", " multiple GPUs "),
+    (r"シングルGPU|単一(?:の)?GPU|단일\s*GPU|싱글\s*GPU", " single GPU "),
+    # A model loaded without the wrapper it was trained in ("不包一层的话"), and loading itself.
     (r"不包(?:一层)?(?:的话)?|没(?:有)?包", " without the wrapper "),
     (r"(?:加载|载入)(?:模型|权重|参数)?", " load "),
     (r"状态字典", " state_dict "),
