@@ -109,13 +109,17 @@ def _letters(words: list[str]) -> str:
 # torch says "can't" in one message and "cannot" in the next, and a person retelling
 # either writes whichever comes to mind: a negation is compared spelt out, so "can't"
 # lines up with "cannot" and "doesn't" with "does not" (by its letters, two words).
-_NEGATION = re.compile(r"(\w+)n['\u2019]t\b")
+# Read off the word's end, not searched for: a word may be thousands of letters long.
+_NEGATIONS = ("n't", "n\u2019t")
 _IRREGULAR = {"ca": "can", "wo": "will", "sha": "shall"}
 
 
 def _spelt_out(word: str) -> str:
-    return _NEGATION.sub(lambda found: _IRREGULAR.get(found.group(1), found.group(1)) + "not",
-                         word)
+    core = word.rstrip(_EDGES)
+    if len(core) > 3 and core.endswith(_NEGATIONS):
+        stem = core[:-3]
+        return _IRREGULAR.get(stem, stem) + "not" + word[len(core):]
+    return word
 
 
 def restore(message: str, wordings: Iterable[str]) -> list[str]:
