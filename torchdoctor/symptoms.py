@@ -27,6 +27,7 @@ from typing import Any
 
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
+from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
@@ -294,7 +295,10 @@ def readings(text: str) -> list[str]:
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
-    - an ``nn`` module constructed in the body of a ``forward`` shown as code.
+    - an ``nn`` module constructed in the body of a ``forward`` shown as code;
+    - what a comparison says (``symptoms_compared``): one input giving other outputs when
+      run again or in another batch size, one GPU's memory far above the others', the
+      processes nvidia-smi lists on the first GPU.
     """
     text = bounded(text)
     said: list[str] = []
@@ -330,6 +334,7 @@ def readings(text: str) -> list[str]:
                     "than classes")
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
         said.append("layer created inside forward")
+    said.extend(compared_readings(text))
     return said
 
 
