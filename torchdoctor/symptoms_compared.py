@@ -59,10 +59,12 @@ _OTHER_VARIATION = re.compile(
 # "batch_size = 64", "batchsize:1"; a sample run alone ("the first board alone", "just
 # one image"); a batch only compared ("a bigger batch").
 _BATCH_SIZE = re.compile(
-    r"\bbatch(?:es)?\s+of\s+(\d{1,5})\b|\bbatch[ _-]?size\s*(?:of|=|:|is)?\s*(\d{1,5})\b"
+    r"\bbatch(?:es)?\s+of\s+(\d{1,5}|one|two)\b|\bbatch[ _-]?size\s*(?:of|=|:|is)?\s*(\d{1,5}|one|two)\b"
     r"|\bbs\s*[=:]\s*(\d{1,5})\b|\b(alone|by itself|on its own|one by one|single)\b"
     r"|\b(?:just|only)\s+(one|a single)\s+(?:image|sample|input|example|picture|item)\b"
-    r"|\b(bigger|larger|smaller|different|another|full|whole)\s+batch(?:es)?\b",
+    r"|\b(bigger|larger|smaller|different|another|full|whole)\s+batch(?:es)?\b"
+    r"|\b(?:with|and)\s+(other|different)\s+(?:images|samples|inputs|examples)\s+in\s+the\s+batch\b"
+    r"|\bas\s+the\s+batch[ _-]?size\s+(grows|increases|shrinks|decreases|changes)\b",
     re.IGNORECASE)
 # One sample followed through the comparison: the same input, or "that image", "one sample".
 _ONE_SAMPLE = re.compile(
