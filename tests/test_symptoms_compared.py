@@ -124,6 +124,20 @@ FAMILIES = [
     # a worker deadlock that num_workers=0 avoids
     ("dataloader.hang",
      "It blocks in the middle of validation; num_workers 8 or 2 still hangs, only with 0 does it finish."),
+    # the same families in other words and languages
+    ("training.epoch_step_loss", "The loss plummets at the start of each epoch and then stays flat."),
+    ("training.epoch_step_loss", "エポックごとにロスが急に下がる階段状のカーブになります"),
+    ("training.train_loss_above_val", "val_loss < train_loss for all 50 epochs, why?"),
+    ("training.train_loss_above_val",
+     "La pérdida de validación es menor que la de entrenamiento, ¿es normal?"),
+    ("training.eval_mode_left_on", "Одно и то же изображение каждый раз даёт разные предсказания."),
+    ("training.batch_dependent_forward",
+     "同一张图片单独预测和放在 batch size 为 32 的批次里预测结果不一样"),
+    ("distributed.dataparallel_imbalance", "DataParallel 两张卡，0号卡显存占满了，1号卡只用了一半"),
+    ("distributed.dataparallel_imbalance",
+     "With DataParallel on 2 GPUs, GPU 0 runs out of memory while GPU 1 only uses half of its memory."),
+    ("distributed.ddp_startup_hang",
+     "DDP 多卡训练初始化之后就卡住不动了，所有 GPU 利用率都是 100%，单卡正常"),
     # clipping tried and not enough
     ("numerics.exploding_gradients",
      "The GRU's loss goes to inf after a few thousand steps; clipping the gradients to 10 did not help."),

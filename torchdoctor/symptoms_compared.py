@@ -51,16 +51,18 @@ _REPEATED = re.compile(
 # What makes a repeated run differ for another reason: seeds, training runs, versions,
 # devices (other entries' symptoms).
 _OTHER_VARIATION = re.compile(
-    r"\bseeds?\b|manual_seed|\b(?:re)?train(?:ed|ing)?\s+(?:it\s+|the model\s+)?"
-    r"(?:again|twice|several times|each time|every time)\b|\b(?:torch|pytorch)\s+versions?\b"
+    r"\bseeds?\b|manual_seed|\b(?:re)?train(?:ed|ing|s)?\b(?!\s+(?:model|network|net|weights|checkpoint))"
+    r"[^.\n]{0,40}\b(?:again|twice|several times|multiple times|each time|every time|each run|every run)\b"
+    r"|\b(?:torch|pytorch)\s+versions?\b"
     r"|\bCPU\b.{0,20}\bGPU\b|\bGPU\b.{0,20}\bCPU\b",
     re.IGNORECASE)
 # A batch size as a description gives one: "a batch of 32", "batch size 8", "bs=1",
 # "batch_size = 64", "batchsize:1"; a sample run alone ("the first board alone", "just
 # one image"); a batch only compared ("a bigger batch").
 _BATCH_SIZE = re.compile(
-    r"\bbatch(?:es)?\s+of\s+(\d{1,5}|one|two)\b|\bbatch[ _-]?size\s*(?:of|=|:|is)?\s*(\d{1,5}|one|two)\b"
+    r"\bbatch(?:es)?\s+of\s+(\d{1,5}|one|two)\b|\bbatch[ _-]?size\s*(?:of|=|:|is|为|是|が|를)?\s*(\d{1,5}|one|two)\b"
     r"|\bbs\s*[=:]\s*(\d{1,5})\b|\b(alone|by itself|on its own|one by one|single)\b"
+    r"|(单独|单张|一张一张|逐张|単独|一枚ずつ|하나씩|по одно\w*|por separado|einzeln)"
     r"|\b(?:just|only)\s+(one|a single)\s+(?:image|sample|input|example|picture|item)\b"
     r"|\b(bigger|larger|smaller|different|another|full|whole)\s+batch(?:es)?\b"
     r"|\b(?:with|and)\s+(other|different)\s+(?:images|samples|inputs|examples)\s+in\s+the\s+batch\b"
@@ -74,10 +76,11 @@ _ONE_SAMPLE = re.compile(
 _REACH = 240
 
 # A GPU and the memory it uses, as a sentence gives them: "gpu0 占了 12179", "GPU 1: 5245MiB",
-# "cuda:0 uses 10.5 GB".
+# "cuda:0 uses 10.5 GB", "0号卡 10GB"; a value under 100 only with a gigabyte unit.
 _GPU_MEMORY = re.compile(
-    r"\b(?:gpu|cuda|card|device)\s*[#:]?\s*(\d{1,2})\b(?!\s*(?:gpus|cards|x\b))[^\d\n]{0,20}?"
-    r"(?<![\d.])(\d{3,6}(?:\.\d{1,3})?|\d{1,3}\.\d{1,3})\s*(mib|mb|m|gib|gb|g)?\b",
+    r"(?:\b(?:gpu|cuda|card|device)\s*[#:]?\s*(\d{1,2})\b(?!\s*(?:gpus|cards|x\b))|(?<!\d)(\d{1,2})\s*号(?:显)?卡)"
+    r"[^\d\n]{0,20}?(?<![\d.])(\d{3,6}(?:\.\d{1,3})?|\d{1,3}\.\d{1,3}|\d{1,2}(?=\s*(?:gib|gb|g)\b))"
+    r"\s*(mib|mb|m|gib|gb|g)?\b",
     re.IGNORECASE)
 # A row of nvidia-smi's process table: "|    0   N/A  N/A   2695173   C   python   871MiB |"
 # (the GI/CI columns only since the A100 drivers).
@@ -137,7 +140,8 @@ def _first_gpu_far_above(text: str) -> int | None:
     """The lowest-numbered GPU, when its memory is far above every other GPU's."""
     used: dict[int, float] = {}
     for found in _GPU_MEMORY.finditer(text):
-        gpu, value, unit = int(found.group(1)), found.group(2), found.group(3)
+        index, value, unit = found.group(1) or found.group(2), found.group(3), found.group(4)
+        gpu = int(index)
         if unit is None and "." in value:
             continue  # a bare decimal is not a memory reading
         used.setdefault(gpu, _megabytes(value, unit))
