@@ -97,8 +97,7 @@ def readings(text: str) -> list[str]:
     """What the comparisons in ``text`` say, as the phrases symptom regexes read."""
     text = bounded(text)
     said = []
-    per_batch = _differs_with_batch(text)
-    if per_batch:
+    if _differs_with_batch(text):
         said.append("the output for one sample depends on the batch size")
     elif _differs_when_repeated(text):
         said.append("inference on the same input twice gives different outputs")
