@@ -5,7 +5,8 @@ or in another batch size, one GPU's memory against the others', the processes an
 nvidia-smi table lists on the first GPU) as the phrase an entry's symptoms know. The
 second half runs descriptions written in the ways people tell these families (a loss
 that drops at each epoch boundary, validation below training, a model that replaced
-another and learns nothing, a DDP start that spins at 100 %) through `diagnose`.
+another and learns nothing, a DDP start that spins at 100 %) through `diagnose`, and an
+error another library raised is read with the person's words around it.
 """
 
 from __future__ import annotations
