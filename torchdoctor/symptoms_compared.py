@@ -1,20 +1,17 @@
-"""Readings of a description that compares: one input in two runs, one GPU against the others.
+"""Readings of a description that compares one input across runs.
 
 Many symptoms are told as a comparison rather than named: "the same image predicted
 several times gives a different answer each time", "the first board alone and in a
-batch of 32 come out different", "gpu0 uses 12179, gpu1 only 5245", or an nvidia-smi
-process table whose first GPU lists every rank's process. What is compared says more
-than the words around it, and it reads the same in any language:
+batch of 32 come out different". What is compared says more than the words around it,
+and it reads the same in any language:
 
 - one input that gives different outputs when run again is a forward pass that draws
   random numbers: dropout (or batch statistics) still in train mode at inference;
 - one input whose output changes with the batch it is run in is a forward pass that
-  mixes the samples of a batch: BatchNorm in train mode, or a reduction over dim 0;
-- one GPU holding far more memory than the others is the device that gathers: the
-  first GPU under DataParallel, or the device every rank touched before choosing its own;
-- several processes listed on one GPU are other ranks' CUDA contexts there.
+  mixes the samples of a batch: BatchNorm in train mode, or a reduction over dim 0.
 
 ``readings(text)`` says each as the plain phrase the entries' symptom regexes know.
+(Memory compared across GPUs is read by ``per_card_memory``.)
 """
 
 from __future__ import annotations
@@ -29,6 +26,8 @@ _SAME_INPUT = re.compile(
     r"(?:inputs?|images?|pictures?|photos?|samples?|examples?|sentences?|texts?|data|"
     r"audio|clips?|boards?|frames?|items?|tensors?|queries|query|prompts?|files?|records?|rows?)\b"
     r"|同一(?:张|个|幅|段|条|句|组)?|(?:相同|同样)的?(?=\S{0,4}(?:图|输入|样本|句|数据|照片|文本))"
+    # the glossary's English copy reads 相同/同じ as "same" before the noun it qualifies
+    r"|\bsame\s*的?\s*(?=图|输入|样本|句|数据|照片|文本|画像|入力|サンプル|データ|이미지|입력|샘플)"
     r"|同じ(?:画像|入力|サンプル|データ|文)|같은\s*(?:이미지|입력|샘플|데이터|문장)"
     r"|(?:одн(?:о|у|а|и) и (?:то же|ту же|те же)|одинаков\w*)\s+\w+"
     r"|(?:mism[ao]s?|misma)\s+(?:imagen|entrada|muestra|imagem)|(?:gleiche|dasselbe|dieselbe)\s+\w+",
@@ -37,7 +36,7 @@ _SAME_INPUT = re.compile(
 _DIFFERENT = re.compile(
     r"\b(?:different|differs?|differing|varies|vary|changes?|changing|inconsistent|"
     r"non-?deterministic|not (?:the same|identical|consistent|deterministic|stable))\b"
-    r"|不一样|不同|不一致|变化|違[うい]|違っ|異な|変わ|다르|달라|다른|разн\w*|отличают\w*"
+    r"|不一样|不\s*same\b|不同|不一致|变化|違[うい]|違っ|異な|変わ|다르|달라|다른|разн\w*|отличают\w*"
     r"|diferentes?|distint\w*|unterschiedlich\w*|anders\b",
     re.IGNORECASE)
 # The run repeated on that input.
@@ -75,23 +74,6 @@ _ONE_SAMPLE = re.compile(
 # How far apart the pieces of one comparison may lie.
 _REACH = 240
 
-# A GPU and the memory it uses, as a sentence gives them: "gpu0 占了 12179", "GPU 1: 5245MiB",
-# "cuda:0 uses 10.5 GB", "0号卡 10GB"; a value under 100 only with a gigabyte unit.
-_GPU_MEMORY = re.compile(
-    r"(?:\b(?:gpu|cuda|card|device)\s*[#:]?\s*(\d{1,2})\b(?!\s*(?:gpus|cards|x\b))|(?<!\d)(\d{1,2})\s*号(?:显)?卡)"
-    r"[^\d\n]{0,20}?(?<![\d.])(\d{3,6}(?:\.\d{1,3})?|\d{1,3}\.\d{1,3}|\d{1,2}(?=\s*(?:gib|gb|g)\b))"
-    r"\s*(mib|mb|m|gib|gb|g)?\b",
-    re.IGNORECASE)
-# A row of nvidia-smi's process table: "|    0   N/A  N/A   2695173   C   python   871MiB |"
-# (the GI/CI columns only since the A100 drivers).
-_SMI_PROCESS = re.compile(
-    r"^[ \t|]{0,12}(\d{1,2})\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?(\d{2,8})\s+[CG](?:\+G)?\s+\S.*?(\d{1,6})\s*MiB",
-    re.MULTILINE)
-# One GPU's reading this many times the largest of the others' is "far more".
-_FAR_MORE = 1.5
-# This many processes on one GPU: the others' contexts, not one job's own.
-_CROWDED = 3
-
 
 def readings(text: str) -> list[str]:
     """What the comparisons in ``text`` say, as the phrases symptom regexes read."""
@@ -101,11 +83,6 @@ def readings(text: str) -> list[str]:
         said.append("the output for one sample depends on the batch size")
     elif _differs_when_repeated(text):
         said.append("inference on the same input twice gives different outputs")
-    if (first := _first_gpu_far_above(text)) is not None:
-        said.append(f"GPU {first} uses far more memory than the other GPUs")
-    if (crowded := _crowded_gpu(text)) is not None:
-        gpu, others = crowded
-        said.append(f"the first GPU (GPU {gpu}) holds {others} other processes")
     return said
 
 
@@ -128,38 +105,4 @@ def _differs_with_batch(text: str) -> bool:
     return (len(sizes) >= 2 and (_near(text, _SAME_INPUT, _DIFFERENT)
                                  or _near(text, _ONE_SAMPLE, _DIFFERENT))
             and _near(text, _BATCH_SIZE, _DIFFERENT))
-
-
-def _megabytes(value: str, unit: str | None) -> float:
-    amount = float(value)
-    return amount * 1024 if unit and unit.lower().startswith("g") else amount
-
-
-def _first_gpu_far_above(text: str) -> int | None:
-    """The lowest-numbered GPU, when its memory is far above every other GPU's."""
-    used: dict[int, float] = {}
-    for found in _GPU_MEMORY.finditer(text):
-        index, value, unit = found.group(1) or found.group(2), found.group(3), found.group(4)
-        gpu = int(index)
-        if unit is None and "." in value:
-            continue  # a bare decimal is not a memory reading
-        used.setdefault(gpu, _megabytes(value, unit))
-    if len(used) < 2:
-        return None
-    first = min(used)
-    others = [amount for gpu, amount in used.items() if gpu != first]
-    return first if used[first] >= _FAR_MORE * max(others) else None
-
-
-def _crowded_gpu(text: str) -> tuple[int, int] | None:
-    """The first GPU of an nvidia-smi process table, when it lists ``_CROWDED`` or more
-    processes: (its index, how many processes besides the first)."""
-    processes: dict[int, set[str]] = {}
-    for found in _SMI_PROCESS.finditer(text):
-        processes.setdefault(int(found.group(1)), set()).add(found.group(2))
-    if not processes:
-        return None
-    first = min(processes)
-    count = len(processes[first])
-    return (first, count - 1) if count >= _CROWDED else None
 
