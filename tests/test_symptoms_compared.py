@@ -98,6 +98,7 @@ FAMILIES = [
      "为什么测试集的 loss 比训练集的 loss 还低？"),
     ("training.train_loss_above_val",
      "検証データの損失が訓練データの損失よりも低いのはなぜですか"),
+    ("training.train_loss_above_val", "验证集ｌｏｓｓ比训练集ｌｏｓｓ小，正常吗？"),
     # a model that replaced another in one notebook: the optimizer is the old model's
     ("training.optimizer_stale_params",
      "model_0 and model_1 trained fine; my third model, a small CNN, isn't learning at all."),
