@@ -708,9 +708,16 @@ def _raising_context(parsed: object, text: str, code: str | None) -> str:
     users = [i for i, frame in enumerate(frames) if _value(frame, "is_user")]
     below = frames[users[-1] + 1:] if users else frames
     parts = [code or ""] + [str(_value(frame, "function") or "") for frame in below]
+    # torch's own module file names the op family its frame runs (torch/nn/modules/conv.py
+    # calls a convolution from a method named ``forward``): a traceback cut before F.conv2d.
+    parts += [found.group(1) for frame in below
+              if (found := _TORCH_MODULE_FILE.search(str(_value(frame, "file") or "")))]
     if not frames and not code:
         parts.append(_WARNING_LINE.sub("", text[-2000:]))
     return "\n".join(part for part in parts if part)
+
+
+_TORCH_MODULE_FILE = re.compile(r"[/\\]torch[/\\](?:[\w.]{1,60}[/\\]){0,6}(\w{1,60})\.py$")
 
 
 def _entry_ops(entry: object) -> set[str]:
@@ -949,7 +956,9 @@ def _prose_around(parsed: object, text: str) -> str:
     exception's name among them (``torch._dynamo.exc.Unsupported:`` is torch's, not a
     description of a graph break)."""
     if parsed is None or _value(parsed, "type") is None:
-        return text  # no error line: the "message" is the person's own sentence
+        # No error line: the "message" is the person's own sentence; the warnings torch
+        # printed (and the source line under each) are program output, not their words.
+        return _WARNING_LINE.sub("", text)
     named = re.compile(r"(?:[\w]+\.)*" + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1])
                        + r"\s*:")
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
