@@ -949,9 +949,17 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         # the rest of a traceback (code lines, paths) would only add false hits.
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)
+    other_library = raised_by(parsed)
+    if not candidates and other_library is not None:
+        # Another library failed on what torch produced (a histogram of NaN weights, a
+        # metric of empty predictions): the torch symptom is in the person's own words
+        # around its traceback ("the loss is nan from the start").
+        prose = _prose_around(parsed, tail)
+        prose_fields = symptoms.extract_numbers(prose)
+        candidates = _match_prose(index, prose)
     candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
     matches = [_build_match(c, prose_fields, message) for c in candidates]
-    diagnosis = Diagnosis(kind, text, parsed, matches, prose_fields, raised_by=raised_by(parsed))
+    diagnosis = Diagnosis(kind, text, parsed, matches, prose_fields, raised_by=other_library)
     if not matches:
         _add_similar(diagnosis, index, similar.query_text(parsed, tail), prose_fields, message)
     return diagnosis

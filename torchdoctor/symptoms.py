@@ -28,6 +28,7 @@ from typing import Any
 from torchdoctor import per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
+from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
@@ -324,7 +325,9 @@ def readings(text: str) -> list[str]:
       data set it names (CIFAR-100, MNIST, ImageNet);
     - an ``nn`` module constructed in the body of a ``forward`` shown as code;
     - several processes on GPU 0, or GPU 0 holding far more than the other cards
-      (``per_card_memory``).
+      (``per_card_memory``);
+    - one input giving other outputs when run again or in a batch of another size
+      (``symptoms_compared``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -366,6 +369,7 @@ def readings(text: str) -> list[str]:
                     "than classes")
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
         said.append("layer created inside forward")
+    said.extend(compared_readings(text))
     return said
 
 
