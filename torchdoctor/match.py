@@ -76,6 +76,15 @@ ASSERT_BONUS = 0.3
 PHASE_BONUS = 0.05
 SPECIFICITY_WEIGHT = 0.4
 OTHER_LINK_WEIGHT = 0.6
+# A prose match: each piece of evidence (a symptom regex whose phrasing names words of
+# the text no other regex of the entry named) halves what is left of EVIDENCE_WEIGHT;
+# the words of the text its phrases name, each weighted by how few entries spell it
+# (symptoms.word_weights), approach NAMED_WEIGHT, half of it at NAMED_HALF. Both are
+# read off the text, never as a share of the entry's phrases: an entry that knows more
+# ways to say its symptom never ranks lower for it.
+EVIDENCE_WEIGHT = 0.3
+NAMED_WEIGHT = 0.1
+NAMED_HALF = 6.0
 CONTESTED_PENALTY = 0.5
 # Between entries that all matched, the one about the op the user's raising line calls
 # (torch.stack, not torch.cat; torch.bmm, not nn.Linear) is the one that discriminates.
@@ -851,8 +860,8 @@ def _covers(text: str, message: _CompiledMessage) -> bool:
 def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
     candidates = []
     for found in symptoms.match_symptoms(text, index.symptom_entries):
-        share = len(found.matched) / max(found.total, 1)
-        score = round(TIER_SYMPTOM + 0.3 * share + 0.1 * found.specificity, 4)
+        score = round(TIER_SYMPTOM + EVIDENCE_WEIGHT * (1 - 0.5 ** found.pieces)
+                      + NAMED_WEIGHT * found.named / (found.named + NAMED_HALF), 4)
         reason = f"{len(found.matched)} of {found.total} symptom phrases matched"
         candidates.append(_Candidate(found.entry, score, reason, dict(found.fields)))
     return candidates

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 import statistics
 from collections.abc import Iterable
@@ -346,13 +347,21 @@ _LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0
 
 @dataclass
 class SymptomMatch:
-    """An entry whose symptom regexes matched, and how well."""
+    """An entry whose symptoms matched, and how much of the text they explain.
+
+    ``pieces`` counts its symptom regexes (claims) that matched and named a word of the
+    text no other counted claim named; ``named`` adds up the weights of the words of
+    the text its phrases spell themselves, not the words a phrase only steps over
+    (``loss.{0,40}nan`` names "loss" and "nan"), each counted once.
+    """
 
     entry: object
     matched: list[str]
     total: int
     specificity: float
     fields: dict[str, str] = field(default_factory=dict)
+    pieces: int = 0
+    named: float = 0.0
 
 
 def _compile(regex: object) -> Any:
@@ -396,13 +405,86 @@ def phrases(regex: str) -> tuple[str, ...]:
     return tuple(branches) if all(b.strip() for b in branches) else (regex,)
 
 
+# The words of a text: runs of Latin or Cyrillic letters, runs of digits, and each
+# character of the scripts written without spaces (CJK, kana, hangul) on its own.
+_TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F\u0400-\u04FF]+|\d+|[^\x00-\x7F\u00C0-\u024F\u0400-\u04FF\W]")
+# The words a phrase spells out: a regex's source without its escapes (\b, \w, \d, \.),
+# its character classes and its repeat counts ({0,40}), each read as a break between
+# words, and without its groups' brackets and the marks that make a part optional, so
+# that ``grad(?:ient)?s?`` spells "gradients".
+# A word this share of the entries spell is too common to tell them apart.
+COMMON_SHARE = 0.25
+_ESCAPE = re.compile(r"\\.|\[[^\]]*\]|\{\d*,?\d*\}")
+_GROUPING = re.compile(r"\(\?(?:[:=!]|P?<[^>]*>)|[()?*+]")
+
+
+@functools.lru_cache(maxsize=8192)
+def _spelled(branch: str) -> tuple[str, ...]:
+    """The words a phrase spells out, lower-cased ("explod" of ``explod\\w*``)."""
+    bare = _GROUPING.sub("", _ESCAPE.sub(" ", branch))
+    return tuple(sorted({word.lower() for part in bare.split("|") for word in _TOKEN.findall(part)}))
+
+
+def _naming(word: str, spelled: tuple[str, ...]) -> list[str]:
+    """The words a phrase spells that name a word of the text: the same word, or one
+    the stem of the other ("exploding" for ``explod\\w*``, "nan" for ``nans?``)."""
+    if len(word) == 1:
+        return [] if word.isascii() else [known for known in spelled if word in known]
+    return [known for known in spelled
+            if word == known or (min(len(word), len(known)) >= 3
+                                 and (word.startswith(known) or known.startswith(word)))]
+
+
+def _named_words(found: re.Match[str], branch: str,
+                 weight: dict[str, float]) -> dict[int, float]:
+    """Where, in the text, the words a hit's phrase spells out lie, each with what it
+    tells the entries apart (its ``weight``)."""
+    spelled = _spelled(branch)
+    named = {}
+    for word in _TOKEN.finditer(found.group(0)):
+        if naming := _naming(word.group(0).lower(), spelled):
+            named[found.start() + word.start()] = max(weight.get(known, 0.0) for known in naming)
+    return named
+
+
+def word_weights(spelling: Iterable[Iterable[str]]) -> dict[str, float]:
+    """How much each word the entries' phrases spell tells them apart (``spelling``: each
+    entry's phrases' words): log(N / (n * COMMON_SHARE)) for a word n of the N entries
+    spell, and nothing for a word at least a COMMON_SHARE of them spell ("is", "not",
+    "loss" in the training entries), which tells none of them apart. "BCEWithLogits",
+    in one entry's phrases, says much."""
+    sets = [set(words) for words in spelling]
+    counts: dict[str, int] = {}
+    for words in sets:
+        for word in words:
+            counts[word] = counts.get(word, 0) + 1
+    return {word: max(0.0, math.log(len(sets) * COMMON_SHARE / count))
+            for word, count in counts.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _weights_for(vocabularies: tuple[tuple[str, ...], ...]) -> dict[str, float]:
+    return word_weights(vocabularies)
+
+
+def _vocabulary(entry: object) -> tuple[str, ...]:
+    return tuple(sorted({word for regex in symptom_regexes(entry)
+                         for branch in phrases(str(getattr(regex, "regex", regex)))
+                         for word in _spelled(branch)}))
+
+
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
-    Better means more of the entry's symptom regexes matched, then longer
-    matched text (a long specific phrase beats a bare keyword), then id.
+    Better means more pieces of evidence (phrases that each explain words of the text
+    no other phrase of the entry explained), then more words of the text named, then
+    id. Both are measured on the text, never as a share of the entry's phrases: an
+    entry that knows more ways people say a symptom can only explain more of a report,
+    so it must never rank lower for knowing them.
     """
     results: list[SymptomMatch] = []
+    entries = tuple(entries)
+    weight = _weights_for(tuple(_vocabulary(entry) for entry in entries))
     seen = bounded(text)
     # Words of another language read as the English phrases the regexes know, and the
     # readings taken from that copy, whose punctuation is ASCII.
@@ -414,15 +496,15 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
         seen = seen + "\n" + "\n".join(said)
     # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those
     # are read as words too, so a phrase about the loss finds "mask_loss" as "mask loss".
+    # The copy has the text's length, so a hit in either names the same positions.
     words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
         "_" in seen) else None
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
             continue
-        matched: list[str] = []
-        captured: dict[str, str] = {}
-        matched_chars = total = 0
+        claims: list[list[tuple[str, re.Match[str]]]] = []
+        total = 0
         for regex in regexes:
             branches = phrases(str(getattr(regex, "regex", regex)))
             total += len(branches)
@@ -434,14 +516,36 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
                     and (found := compiled.search(seen) or (
                         words and compiled.search(words))) is not None]
             if hits:
-                # One phrase of the alternation counts, the longest hit: an entry's
-                # phrases that all say the same thing in other words are one symptom.
-                branch, found = max(hits, key=lambda hit: len(hit[1].group(0)))
-                matched.append(branch)
-                matched_chars += len(found.group(0))
-                captured.update({k: v for k, v in found.groupdict().items() if v is not None})
-        if matched:
-            specificity = matched_chars / (matched_chars + 20)
-            results.append(SymptomMatch(entry, matched, total, specificity, captured))
-    results.sort(key=lambda m: (-len(m.matched), -m.specificity, str(getattr(m.entry, "id", ""))))
+                claims.append(hits)
+        if claims:
+            results.append(_evidence(entry, claims, total, weight))
+    results.sort(key=lambda m: (-m.pieces, -m.named, -m.specificity,
+                                str(getattr(m.entry, "id", ""))))
     return results
+
+
+def _evidence(entry: object, claims: list[list[tuple[str, re.Match[str]]]], total: int,
+              weight: dict[str, float]) -> SymptomMatch:
+    """What an entry's hits say. Each of its symptom regexes is one claim (its branches
+    are phrasings of it, ``docs/knowledge-format.md``) and speaks through its phrasing
+    that names the most of the text; a claim is one more piece of evidence when it names
+    a word of the text no claim before it named, and every word named counts once, by
+    its weight. More phrasings can only name more, more claims only add pieces."""
+    best = []
+    for hits in claims:
+        scored = [(branch, found, _named_words(found, branch, weight)) for branch, found in hits]
+        best.append(max(scored, key=lambda hit: (sum(hit[2].values()), len(hit[1].group(0)))))
+    best.sort(key=lambda hit: (-sum(hit[2].values()), -len(hit[1].group(0))))
+    matched: list[str] = []
+    named: dict[int, float] = {}
+    captured: dict[str, str] = {}
+    matched_chars = 0
+    for branch, found, words in best:
+        if matched and words.keys() <= named.keys():
+            continue
+        matched.append(branch)
+        named.update(words)
+        matched_chars += len(found.group(0))
+        captured.update({k: v for k, v in found.groupdict().items() if v is not None})
+    return SymptomMatch(entry, matched, total, matched_chars / (matched_chars + 20), captured,
+                        pieces=len(matched), named=round(sum(named.values()), 4))
