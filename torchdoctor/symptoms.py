@@ -29,6 +29,7 @@ from typing import Any
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_glossary import in_english
+from torchdoctor.trajectory import loss_turn, nan_from_first_update
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
@@ -135,9 +136,19 @@ _MAX_RATES_COMPARED = 4
 _RATES_APART = 3.0
 _LR_VALUE = re.compile(
     r"\b(?:lr|learning[ _]rate)\b\s*(?:=|:|of|is|to|set to|at)?\s*"
-    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.])",
+    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?!\.?\d|[eE][-+]?\d)",
     re.IGNORECASE,
 )
+# A text that speaks of its learning rate, in the usual languages.
+_RATE_NAMED = re.compile(r"\b(?:lr|learning[ _]rates?)\b|学习率|学習率|학습률|скорост\w* обучения"
+                         r"|tasa de aprendizaje|taxa de aprendizado|Lernrate", re.IGNORECASE)
+_SCIENTIFIC = re.compile(r"(?<![\w.])(\d(?:\.\d{1,6})?[eE]-\d{1,2})(?!\w|\.\d)")
+# The other quantities people write in scientific notation: a value after one of them in
+# its clause is that quantity's, not a rate.
+_OTHER_SETTING = re.compile(
+    r"\b(?:eps|epsilon|weight[ _]?decay|wd|decay|momentum|betas?|tol\w*|clip\w*|max_norm|norm|"
+    r"grad\w*|threshold|min_lr|eta_min|loss\w*|acc\w*|mean|average|std|var\w*|values?)\b"
+    r"[^.;\n]*$", re.IGNORECASE)
 # A loss tensor added to a running total, not its Python number: the graph of every
 # step stays alive ("total_loss += loss", "epoch_loss += loss[0]" at a line's end, or
 # ended by a sentence's comma or full stop, but not "+= loss.item()").
@@ -225,8 +236,16 @@ def memory_levels_off(text: str) -> bool:
 
 
 def learning_rates(text: str) -> list[float]:
-    """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001")."""
-    return [float(found.group(1)) for found in _LR_VALUE.finditer(bounded(text))]
+    """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001"), and,
+    in a text that speaks of its learning rate, every small number in scientific notation
+    that no other setting claims ("nan within 3 epochs at 1e-6, fine at 3e-8"): rates are
+    what people write that way, next to eps and weight decay, which are named when given."""
+    text = bounded(text)
+    rates = [float(found.group(1)) for found in _LR_VALUE.finditer(text)]
+    if _RATE_NAMED.search(text):
+        rates.extend(float(found.group(1)) for found in _SCIENTIFIC.finditer(text)
+                     if not _OTHER_SETTING.search(text[max(0, found.start() - 25):found.start()]))
+    return rates
 
 
 def loss_values(text: str) -> list[float]:
@@ -293,6 +312,9 @@ def readings(text: str) -> list[str]:
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
     - NaN in a description that names a half-precision setting (amp, fp16, bf16);
+    - NaN placed before any update or at the first one (``trajectory``);
+    - a logged training loss that falls and then climbs back toward where it began, or
+      shoots past it (``trajectory``);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
     - an ``nn`` module constructed in the body of a ``forward`` shown as code.
@@ -322,6 +344,12 @@ def readings(text: str) -> list[str]:
         said.append("loss tensor accumulated without .item()")
     if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
+    if nan_from_first_update(text):
+        said.append("NaN from the first update on")
+    if (turn := loss_turn(text)) == "climbs back":
+        said.append("loss falls, then climbs back up toward where it started")
+    elif turn == "blows up":
+        said.append("loss falls, then blows up past where it started")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
     width = _head_width(text)
