@@ -857,13 +857,18 @@ def _covers(text: str, message: _CompiledMessage) -> bool:
                                            or 2 * len(text) >= len(message.normalised))
 
 
+def prose_score(found: symptoms.SymptomMatch) -> float:
+    """The score of an entry whose symptoms matched: its pieces of evidence and the words
+    it names, both read off the text (see EVIDENCE_WEIGHT)."""
+    return round(TIER_SYMPTOM + EVIDENCE_WEIGHT * (1 - 0.5 ** found.pieces)
+                 + NAMED_WEIGHT * found.named / (found.named + NAMED_HALF), 4)
+
+
 def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
     candidates = []
     for found in symptoms.match_symptoms(text, index.symptom_entries):
-        score = round(TIER_SYMPTOM + EVIDENCE_WEIGHT * (1 - 0.5 ** found.pieces)
-                      + NAMED_WEIGHT * found.named / (found.named + NAMED_HALF), 4)
         reason = f"{len(found.matched)} of {found.total} symptom phrases matched"
-        candidates.append(_Candidate(found.entry, score, reason, dict(found.fields)))
+        candidates.append(_Candidate(found.entry, prose_score(found), reason, dict(found.fields)))
     return candidates
 
 

@@ -241,10 +241,13 @@ def learning_rates(text: str) -> list[float]:
     that no other setting claims ("nan within 3 epochs at 1e-6, fine at 3e-8"): rates are
     what people write that way, next to eps and weight decay, which are named when given."""
     text = bounded(text)
-    rates = [float(found.group(1)) for found in _LR_VALUE.finditer(text)]
+    labelled = list(_LR_VALUE.finditer(text))
+    rates = [float(found.group(1)) for found in labelled]
     if _RATE_NAMED.search(text):
+        read = {found.start(1) for found in labelled}
         rates.extend(float(found.group(1)) for found in _SCIENTIFIC.finditer(text)
-                     if not _OTHER_SETTING.search(text[max(0, found.start() - 25):found.start()]))
+                     if found.start(1) not in read
+                     and not _OTHER_SETTING.search(text[max(0, found.start() - 25):found.start()]))
     return rates
 
 
