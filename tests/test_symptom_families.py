@@ -65,6 +65,24 @@ FAMILIES = [
     ("training.eval_mode_left_on", "推理脚本里需要 model.eval() 吗？现在没有调用"),
     ("training.batchnorm_running_stats",
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
+    # parameters the optimizer holds move with weight decay, whether a loss reaches them or not
+    ("training.freeze_not_applied",
+     "I dropped the auxiliary head's loss from the total, yet its weights still change a little "
+     "every iteration. Why, if no loss uses them?"),
+    ("training.freeze_not_applied",
+     "The embedding norm keeps shrinking although it has requires_grad=False; the optimizer is "
+     "built from model.parameters() with weight_decay=0.05."),
+    # a metric that works on the training batches and reads exactly 0 on validation
+    ("training.shuffle_off",
+     "On my own images the training accuracy climbs normally, but validation accuracy is 0 every "
+     "epoch. With CIFAR-10 both are fine."),
+    # a CPU wheel on a machine with a GPU: the card idles
+    ("device.torch_without_cuda",
+     "Inference is very slow and GPU usage sits near 0%. torch.__version__ prints 2.1.0+cpu."),
+    # the allocator keeps what the first pass took and reuses it
+    ("memory.caching_allocator",
+     "The first validation takes 3 GB more GPU memory and never gives it back, but the second "
+     "validation does not raise it any further."),
 ]
 
 
