@@ -8,18 +8,14 @@ whole corpus to the first rule.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from corpus_cases import load_cases
 
 from torchdoctor.knowledge import Entry, Hypothesis, KnowledgeBase, Pattern, load_knowledge
 from torchdoctor.match import diagnose, prose_score
 from torchdoctor.symptoms import match_symptoms, word_weights
-
-sys.path.insert(0, str(Path(__file__).parent))
-from corpus_cases import load_cases  # noqa: E402
 
 
 def entry(id_: str, *symptoms: str) -> Entry:

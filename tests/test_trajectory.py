@@ -151,3 +151,20 @@ def test_a_nan_beside_the_zero_or_the_log_that_made_it_is_the_computations(text)
 ])
 def test_a_loss_whose_step_grows_by_itself_is_gradients_never_zeroed(text):
     assert _top(text) == "training.missing_zero_grad"
+
+
+def test_a_loss_scale_that_fell_to_zero_under_amp_is_a_nan_never_printed():
+    assert "NaN under mixed precision" in readings(
+        "with GradScaler the run dies: ZeroDivisionError: float division by zero")
+    assert "NaN under mixed precision" not in readings("ZeroDivisionError: float division by zero")
+    pasted = ("Fine-tuning with apex amp (O1) goes on for a while, then it stops with\n\n"
+              "ZeroDivisionError: float division by zero\n\n"
+              "My loss is a hand-written BCE with torch.log; where would a zero come from?")
+    assert _top(pasted) == "numerics.nan_loss"
+
+
+def test_gradient_accumulation_named_as_a_technique_is_not_gradients_left_unzeroed():
+    said = "I train with gradient accumulation over 4 steps and the loss is fine."
+    assert all(m["entry"] != "training.missing_zero_grad" for m in diagnose(said, KB).to_dict()["matches"])
+    assert _top("the gradients accumulate across iterations, I never reset them") == (
+        "training.missing_zero_grad")

@@ -935,7 +935,11 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         message = _WARNING_LINE.sub("", tail)
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
-        # the rest of a traceback (code lines, paths) would only add false hits.
+        # the rest of a traceback (code lines, paths) would only add false hits. A paste
+        # of the message alone, with no frames, is the person's account around it ("my own
+        # BCE with torch.log, then ZeroDivisionError"): read with it.
+        if parsed is not None and _value(parsed, "type") and not _value(parsed, "frames"):
+            message = message + "\n" + _prose_around(parsed, tail)
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)
     candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))

@@ -159,6 +159,11 @@ _LOSS_ACCUMULATED = re.compile(
 # setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
 # another, and float16's range (max 65504) is what overflows first.
 _NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)
+# A dynamic loss scale halves on every step whose gradients overflowed; when every step
+# does (a loss that is inf or NaN each time), it reaches 0 and 1/scale divides by zero:
+# a ZeroDivisionError under amp is a NaN that was never printed.
+_SCALE_AT_ZERO = re.compile(r"\bZeroDivisionError\b|\bdivision by zero\b"
+                            r"|\bloss scale\w*\b[^.\n]{0,40}?\bto 0(?:\.0)?\b", re.IGNORECASE)
 # The width of a classifier's last layer as people write it: the last nn.Linear's
 # out_features, "out_features=195", "195 outputs".
 _HEAD_WIDTH = re.compile(r"\bLinear\(\s*[^,()]{1,60},\s*(\d{1,7})\s*[,)]"
@@ -314,7 +319,8 @@ def readings(text: str) -> list[str]:
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
-    - NaN in a description that names a half-precision setting (amp, fp16, bf16);
+    - NaN in a description that names a half-precision setting (amp, fp16, bf16), or the
+      loss scale that fell to zero there (a ZeroDivisionError under amp);
     - NaN placed before any update or at the first one (``trajectory``);
     - a logged training loss that falls and then climbs back toward where it began, or
       shoots past it (``trajectory``);
@@ -345,7 +351,7 @@ def readings(text: str) -> list[str]:
         said.append("several learning rates tried")
     if _LOSS_ACCUMULATED.search(text):
         said.append("loss tensor accumulated without .item()")
-    if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
+    if (_NAN_WORD.search(text) or _SCALE_AT_ZERO.search(text)) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
     if nan_from_first_update(text):
         said.append("NaN from the first update on")
