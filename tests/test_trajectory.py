@@ -168,3 +168,9 @@ def test_gradient_accumulation_named_as_a_technique_is_not_gradients_left_unzero
     assert all(m["entry"] != "training.missing_zero_grad" for m in diagnose(said, KB).to_dict()["matches"])
     assert _top("the gradients accumulate across iterations, I never reset them") == (
         "training.missing_zero_grad")
+
+
+def test_a_rise_far_below_where_the_loss_began_is_not_a_climb_back():
+    tiny = "\n".join(f"step {i} loss {value}" for i, value in enumerate(
+        (91.7, 76.9, 63.4, 2.2e-12, 1.9e-12, 3.1e-5, 4.4e-4, 2.1e-3)))
+    assert loss_turn(tiny) is None

@@ -58,6 +58,8 @@ _CLIMBING_STEPS = 3
 # not noise around a plateau.
 _FELL = 1.5
 _CLIMB = 3.0
+# A climb "back toward the start" reaches at least this share of the first loss.
+_BACK_TOWARD = 0.25
 
 
 def nan_from_first_update(text: str) -> bool:
@@ -87,8 +89,8 @@ def training_losses(text: str) -> list[float]:
 
 def loss_turn(text: str) -> str | None:
     """How a logged training loss turned after falling: ``"climbs back"`` when it
-    rose again for several steps but stayed below where it began, ``"blows up"`` when
-    it rose past that; ``None`` when it never fell and rose again."""
+    rose again for several steps to a good part of where it began but not past it,
+    ``"blows up"`` when it rose past that; ``None`` otherwise."""
     losses = training_losses(text)
     if len(losses) < _FALLING_STEPS + _CLIMBING_STEPS + 1:
         return None
@@ -100,4 +102,8 @@ def loss_turn(text: str) -> str | None:
     if (rises < _CLIMBING_STEPS or before[0] < _FELL * losses[lowest]
             or after[-1] < _CLIMB * losses[lowest]):
         return None
-    return "climbs back" if after[-1] <= before[0] else "blows up"
+    if after[-1] > before[0]:
+        return "blows up"
+    # Summed gradients overshoot at the scale the loss started from; a rise that stays
+    # orders of magnitude below it (Adam near an exact minimum) is another story.
+    return "climbs back" if after[-1] >= _BACK_TOWARD * before[0] else None
