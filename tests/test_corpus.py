@@ -41,9 +41,9 @@ FLOOR_CONFIDENT_COVERAGE = 0.50
 # The held-out pastes of tests/corpus_unseen/ (none of them was looked at while the
 # patterns were written): fewer cases, so a floor two points under the figure. The
 # set was renewed (see its README), so these are the new set's floors, not the old one's.
-FLOOR_UNSEEN_TOP1_CATEGORY = 0.72
-FLOOR_UNSEEN_TOP1_ENTRY = 0.68
-MIN_UNSEEN_CASES = 117
+FLOOR_UNSEEN_TOP1_CATEGORY = 0.53
+FLOOR_UNSEEN_TOP1_ENTRY = 0.49
+MIN_UNSEEN_CASES = 71
 
 _SCORE = """
 import json, sys

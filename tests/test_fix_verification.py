@@ -9,6 +9,9 @@ import pytest
 
 from torchdoctor.fixes.causes import Target
 from torchdoctor.fixes.verification import EXTRA_STEPS, judge_script, run_side_by_side
+from torchdoctor.fixes.workspace import Workspace
+from torchdoctor.investigation.walk import Target as AppTarget
+from torchdoctor.tui.patch_step import _fix_target
 
 TRAINS = textwrap.dedent('''\
     import time
@@ -64,3 +67,26 @@ def test_a_patch_that_fails_the_same_way_is_not_verified(tmp_path):
     verdict = judge_script(before, after)
     assert verdict.verdict == "same_error" and after.steps == 2
     assert Path(after.error["frame"]["file"]).name == "train.py"
+
+
+def test_the_scratch_copy_leaves_installed_environments_out_whatever_their_name(tmp_path):
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    (tmp_path / "data.csv").write_text("1,2\n")
+    for env, marker in (("myenv", "pyvenv.cfg"), ("conda-env", "conda-meta")):
+        library = tmp_path / env / "lib" / "site-packages" / "somelib"
+        library.mkdir(parents=True)
+        (library / "__init__.py").write_text("x = 1\n")
+        marker_path = tmp_path / env / marker
+        marker_path.mkdir() if marker == "conda-meta" else marker_path.write_text("home = /usr\n")
+    with Workspace(tmp_path) as space:
+        copied = sorted(p.relative_to(space.copy).as_posix() for p in space.copy.rglob("*"))
+    assert copied == ["data.csv", "train.py"]
+
+
+def test_the_app_verifies_in_the_folder_its_patients_ran_the_script_in(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text("print('hi')\n")
+    monkeypatch.chdir(tmp_path)  # the app opened one folder up, as from a home directory
+    target = _fix_target(AppTarget(script=str(project / "train.py")))
+    assert target is not None and target.root == project.resolve()

@@ -60,7 +60,13 @@ def _check_depth(yaml: Any, loader: type, text: str) -> bool:
                 depth -= 1
             elif isinstance(token, yaml.AliasToken):
                 aliases = True
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # libyaml >= 0.2.5 scans ahead and stops deep nesting itself, before the token
+        # that would pass DEEPEST reaches this loop: the same refusal, in its words.
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            mark = getattr(exc, "problem_mark", None)
+            raise ShapeError(mark.line + 1 if mark else 0,
+                             "nested too deep for the YAML parser; not loaded") from exc
         return False  # the loader reports syntax errors with their line
     return aliases
 

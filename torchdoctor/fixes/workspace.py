@@ -16,6 +16,9 @@ from pathlib import Path
 SKIPPED_DIRS = {".git", ".hg", ".svn", ".torchdoctor", "__pycache__", ".venv", "venv",
                 "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", "wandb",
                 "lightning_logs", "runs", "mlruns", ".ipynb_checkpoints"}
+# A folder holding one of these is an installed environment (venv, virtualenv, conda),
+# whatever its name: thousands of library files that no fix ever touches.
+ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")
 # Files larger than this are linked, not copied.
 LINK_ABOVE_BYTES = 4 * 1024 * 1024
 # A project with more files than this is not copied file by file; only its code is.
@@ -34,13 +37,13 @@ class Workspace:
     def _fill(self) -> None:
         count = 0
         for folder, dirs, files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
+            dirs[:] = _kept(folder, dirs)
             count += len(files)
             if count > MAX_FILES:
                 break
         code_only = count > MAX_FILES
         for folder, dirs, files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
+            dirs[:] = _kept(folder, dirs)
             here = Path(folder)
             target = self.copy / here.relative_to(self.root)
             target.mkdir(parents=True, exist_ok=True)
@@ -73,3 +76,8 @@ class Workspace:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _kept(folder: str, dirs: list[str]) -> list[str]:
+    return [d for d in dirs if d not in SKIPPED_DIRS and not any(
+        os.path.exists(os.path.join(folder, d, marker)) for marker in ENVIRONMENT_MARKERS)]

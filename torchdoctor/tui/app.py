@@ -92,6 +92,7 @@ class TorchDoctorApp(App[int]):
         self.busy: str | None = None
         self._busy_since = 0.0
         self.verify_detail = ""
+        self.verified_by: str | None = None  # "fix" (r) or "patch" (v): whose verdict is shown
         self.exported: str | None = None
         self.report_note: str | None = None  # the report path, shown until the next move
         self._shown_key: str | None = None
@@ -181,12 +182,12 @@ class TorchDoctorApp(App[int]):
         self.main_screen.query_one("#reproduce-view", Static).update(views.reproduce_view(state, target))
         self.main_screen.query_one("#gather-view", Static).update(views.gather_view(state))
         self._fill_tables()
+        # The verdict shown is the last one: r reruns the user's file, v tries the patch.
+        by_patch = self.verified_by == "patch" and patch is not None and state.verified is not None
+        plan = patch.ran() if by_patch else views.verify_plan(self.doctor.target)
         self.main_screen.query_one("#fix-view", Static).update(views.fix_view(
             state, self._fix_hypothesis(), self._demo_fix(), self.demo_fixed,
-            self.verify_detail,
-            (patch.ran() if patch is not None and patch.attempts else "")
-            or views.verify_plan(self.doctor.target),
-            views.patch_view(patch) if patch is not None else None))
+            self.verify_detail, plan, views.patch_view(patch) if patch is not None else None))
         self.refresh_bindings()
 
     def _fill_tables(self) -> None:
@@ -526,6 +527,7 @@ class TorchDoctorApp(App[int]):
                         + (f"{found} confirmed, listed first" if found else "no cause confirmed"))
         elif message.step in ("fix", "patch"):
             self.verify_detail = result["detail"]
+            self.verified_by = message.step
             self.notify(("Verified: " if result["passed"] else "Not yet: ") + result["detail"],
                         severity="information" if result["passed"] else "warning")
         elif message.step == "diagnose":
@@ -621,6 +623,7 @@ class TorchDoctorApp(App[int]):
             return
         if demo.apply_fix(target.script):
             self.session.record_fix(demo.FIX_SUMMARY, getattr(self._fix_hypothesis(), "key", None))
+            self.patch = None  # its diff was made from the file as it was before the fix
             self.notify(f"Applied the fix to {target.script}; press r to rerun and verify.")
         else:
             self.notify("The copy is already fixed.")
@@ -677,6 +680,7 @@ class TorchDoctorApp(App[int]):
                              self.doctor.kb_dirs)
         self.selected_row = 0
         self.verify_detail = ""
+        self.verified_by = None
         self.exported = self.report_note = None
         self.demo_fixed = False
         old.close()

@@ -107,10 +107,14 @@ class PatchStep:
 
 
 def _fix_target(target: Any) -> FixTarget | None:
+    """What a verification copies and reruns: the app runs a target in its own folder
+    (``Target.directory``), so the copy starts there too, not wherever the app was opened
+    (the user's home or /tmp would be copied whole)."""
     if target is None:
         return None
+    folder = target.directory or os.getcwd()
     if target.script:
-        return FixTarget("script", target.script, list(target.argv), os.getcwd())
+        return FixTarget("script", target.script, list(target.argv), folder)
     if target.harness and target.harness.rsplit(":", 1)[0].endswith(".py"):
-        return FixTarget("harness", target.harness, [], os.getcwd())
+        return FixTarget("harness", target.harness, [], folder)
     return None

@@ -275,13 +275,21 @@ def patch_view(step: Any) -> RenderableType | None:
         return Text("no patch: " + (reasons[0] if reasons else "nothing to rewrite"),
                     style="dim") if reasons else None
     verified = step.verified
+    outcome: list[RenderableType] = []
     if step.written is not None:
         title = "written to your file (the original kept as .orig)"
     elif verified is not None:
         title = "verified on a copy"
+    elif step.attempts:
+        title = "the patch, not verified"
+        # What v found stays in view after its notice fades: it decides the next step.
+        last = next((a for a in reversed(step.attempts) if a.verification), None)
+        if last is not None:
+            outcome.append(Text(f"✗ v ran {step.ran()}: {last.verification.detail}",
+                                style="red"))
     else:
         title = "the patch, not yet verified"
-    body = Group(Text(patch.what, style="bold"),
+    body = Group(*outcome, Text(patch.what, style="bold"),
                  Syntax(patch.diff.rstrip(), "diff", word_wrap=True))
     return Panel(body, title=title, title_align="left")
 
