@@ -174,3 +174,17 @@ def test_a_rise_far_below_where_the_loss_began_is_not_a_climb_back():
     tiny = "\n".join(f"step {i} loss {value}" for i, value in enumerate(
         (91.7, 76.9, 63.4, 2.2e-12, 1.9e-12, 3.1e-5, 4.4e-4, 2.1e-3)))
     assert loss_turn(tiny) is None
+
+
+def test_a_nan_another_library_tripped_over_is_read_with_the_log_around_it():
+    pasted = ("一开始ｌｏｓｓ就是ｎａｎ：\n"
+              "Step:    60 Train Epoch:   1 [ 240/11000 (2.2%)]    Loss: nan\n"
+              "Traceback (most recent call last):\n"
+              '  File "train.py", line 126, in train\n'
+              "    writer.add_histogram(name, param.clone().cpu().data.numpy(), step)\n"
+              '  File "/usr/lib/python3/site-packages/numpy/lib/function_base.py", line 670, '
+              "in histogram\n"
+              "    'range parameter must be finite.')\n"
+              "ValueError: range parameter must be finite.\n")
+    assert "NaN from the first update on" in _said(pasted)
+    assert _top(pasted) == "numerics.nan_loss"

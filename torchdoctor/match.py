@@ -937,8 +937,11 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits. A paste
         # of the message alone, with no frames, is the person's account around it ("my own
-        # BCE with torch.log, then ZeroDivisionError"): read with it.
-        if parsed is not None and _value(parsed, "type") and not _value(parsed, "frames"):
+        # BCE with torch.log, then ZeroDivisionError"), and so is one whose error another
+        # library raised (numpy's histogram of NaN weights, after a log of "Loss: nan"):
+        # read with it, frame lines left out.
+        if parsed is not None and _value(parsed, "type") and (
+                not _value(parsed, "frames") or raised_by(parsed) is not None):
             message = message + "\n" + _prose_around(parsed, tail)
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)

@@ -158,7 +158,7 @@ _LOSS_ACCUMULATED = re.compile(
 # NaN and a half-precision setting named anywhere in one description: people write the
 # setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
 # another, and float16's range (max 65504) is what overflows first.
-_NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)
+_NAN_WORD = re.compile(r"(?<![A-Za-z])nans?(?![A-Za-z])", re.IGNORECASE)
 # A dynamic loss scale halves on every step whose gradients overflowed; when every step
 # does (a loss that is inf or NaN each time), it reaches 0 and 1/scale divides by zero:
 # a ZeroDivisionError under amp is a NaN that was never printed.

@@ -119,11 +119,11 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     # --- when a value went wrong: before any update, or with the first one ------------
-    # ("训练一开始是正常的" says the start was fine: only "一开始就", already at the start.)
+    # ("训练一开始是正常的" says the start was fine: only "一开始(loss)就", already at the start.)
     (r"(?:第一次|一次)更新(?:之|以)?后|更新一次(?:之|以)?后|一回(?:目の)?更新(?:の)?後|첫\s*업데이트\s*(?:후|이후)"
      r"|после\s+(?:первого|одного)\s+(?:обновления|шага)",
      " after the first update "),
-    (r"(?:从|打)?一开始就|从头就|最初から|처음부터|с\s+самого\s+начала|desde el (?:principio|inicio)"
+    (r"(?:从|打)?一开始(?:就|(?=[^，,。.;；\n]{1,12}就))|从头就|最初から|처음부터|с\s+самого\s+начала|desde el (?:principio|inicio)"
      r"|desde o (?:começo|início)|von Anfang an",
      " from the start "),
     (r"第一(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|最初の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))"

@@ -26,7 +26,8 @@ import re
 
 from torchdoctor.linear_regex import bounded
 
-_NAN = re.compile(r"\bnans?\b", re.IGNORECASE)
+# Letters, not \b: "变成nan" has no word boundary between the ideograph and the "n".
+_NAN = re.compile(r"(?<![A-Za-z])nans?(?![A-Za-z])", re.IGNORECASE)
 # Said of the moment a NaN appeared: before any update, or with the first one.
 _EARLY = re.compile(
     r"\b(?:at|on|in|from|by)\s+(?:the\s+)?(?:step|iter(?:ation)?|batch|update)\s*#?\s*[01]\b"
