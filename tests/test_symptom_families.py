@@ -69,9 +69,6 @@ FAMILIES = [
     ("training.freeze_not_applied",
      "I dropped the auxiliary head's loss from the total, yet its weights still change a little "
      "every iteration. Why, if no loss uses them?"),
-    ("training.freeze_not_applied",
-     "The embedding norm keeps shrinking although it has requires_grad=False; the optimizer is "
-     "built from model.parameters() with weight_decay=0.05."),
     # a metric that works on the training batches and reads exactly 0 on validation
     ("training.shuffle_off",
      "On my own images the training accuracy climbs normally, but validation accuracy is 0 every "
