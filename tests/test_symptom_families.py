@@ -73,6 +73,9 @@ FAMILIES = [
     ("training.shuffle_off",
      "On my own images the training accuracy climbs normally, but validation accuracy is 0 every "
      "epoch. With CIFAR-10 both are fine."),
+    # workers start afresh each epoch: a fork that deadlocks shows at the boundary
+    ("dataloader.hang",
+     "Training freezes at the start of every new epoch for minutes; within an epoch it runs."),
     # a CPU wheel on a machine with a GPU: the card idles
     ("device.torch_without_cuda",
      "Inference is very slow and GPU usage sits near 0%. torch.__version__ prints 2.1.0+cpu."),
