@@ -960,8 +960,10 @@ def _prose_around(parsed: object, text: str) -> str:
     description of a graph break)."""
     if parsed is None or _value(parsed, "type") is None:
         return text  # no error line: the "message" is the person's own sentence
-    named = re.compile(r"(?:[\w]+\.)*" + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1])
-                       + r"\s*:")
+    # A match starts only where a word starts, and each dotted part is bounded: a run of
+    # 60,000 word characters is then one failed attempt, not one per position.
+    named = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w{0,80}\.){0,12}"
+                       + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1]) + r"\s*:")
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
                    if line.strip()}, key=len, reverse=True)
     frames = _value(parsed, "frames") or []
