@@ -753,3 +753,154 @@ def test_a_cublas_failure_on_an_ampere_card_with_a_cuda_10_build_is_the_missing_
     alone = ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling "
              "`cublasSgemm( handle, opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`\n")
     assert top(alone, kb) == "device.cublas_failure"
+
+
+def test_a_flattened_traceback_keeps_its_frames_and_their_code(kb):
+    # Newlines lost between frames, as a forum's single-line box leaves a Windows traceback.
+    paste = ('File "C:\\Users\\ana\\proj\\models\\seq.py", line 154, in forward     x = conv(x)   '
+             'File "C:\\Anaconda3\\lib\\site-packages\\torch\\nn\\modules\\module.py", line 489, '
+             "in __call__     result = self.forward(*input, **kwargs)   "
+             'File "C:\\Users\\ana\\proj\\modules\\conv_tbc.py", line 32, in forward     '
+             "return input.contiguous().conv_tbc(self.weight, self.bias, self.padding[0]) "
+             "AttributeError: 'Tensor' object has no attribute 'conv_tbc'\n")
+    parsed = parse_traceback(paste)
+    assert (parsed.type, parsed.message) == (
+        "AttributeError", "'Tensor' object has no attribute 'conv_tbc'")
+    assert [(f.line, f.function) for f in parsed.frames] == [
+        (154, "forward"), (489, "__call__"), (32, "forward")]
+    assert parsed.frames[-1].code.startswith("return input.contiguous().conv_tbc(")
+    assert parsed.phase == "forward"
+    assert top(paste, kb) == "other.removed_tensor_method"
+
+
+def test_a_frame_line_keeps_no_terminal_wrap_padding():
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3.8/site-packages/torch/utils/data/dataload'
+             + " " * 60 + 'er.py", line 761, in _try_get_data\n'
+             "    data = self._data_queue.get(timeout=timeout)\n"
+             '  File "/usr/lib/python3.8/multiprocessing/queues.py", line 108, in g'
+             + " " * 60 + "et\n"
+             "    res = self._recv_bytes()\n")
+    parsed = parse_traceback(paste)
+    assert [(f.file.rsplit("/", 1)[-1], f.function, f.code) for f in parsed.frames] == [
+        ("dataloader.py", "_try_get_data", "data = self._data_queue.get(timeout=timeout)"),
+        ("queues.py", "get", "res = self._recv_bytes()")]
+
+
+def test_an_exception_retyped_with_a_space_before_its_colon_and_broken_at_a_hyphen(kb):
+    paste = ("I get this while training:\n\n"
+             "RuntimeError :Expected 4-dimensional input for 4-dimensional weight [30,1,5,5],"
+             "but got 5-\ndimensional input of size [16,2,1,256,256] instead\n\nAny idea?\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError"
+    assert parsed.message.startswith("Expected 4-dimensional input")
+    assert top(paste, kb) == "shape.conv_input_rank"
+
+
+def test_a_message_set_in_quotes_after_its_type_is_read_inside_them(kb):
+    paste = ('The Linear layer raises RuntimeError: "mat1 and mat2 must have the same dtype, but '
+             'got Long and Float". The features came from a DataFrame.\n')
+    parsed = parse_traceback(paste)
+    assert parsed.message == "mat1 and mat2 must have the same dtype, but got Long and Float"
+    assert top(paste, kb) == "dtype.integer_input"
+    # torch's own paired quotes at the start of a message stay.
+    own = parse_traceback("it fails with AttributeError: 'NoneType' object has no attribute "
+                          "'size'\n")
+    assert own.message == "'NoneType' object has no attribute 'size'"
+
+
+def test_a_lone_backtick_closing_a_span_around_the_paste_is_not_part_of_the_message():
+    paste = ("`\nTraceback (most recent call last):\n"
+             '  File "train.py", line 60, in split_ps\n'
+             "    dim = torch.max(diff, dim = 1)[1][0,0]\n\n"
+             "RuntimeError: dimension out of range (expected to be in range of [-1, 0], but "
+             "got 1)\n`\n")
+    assert parse_traceback(paste).message == (
+        "dimension out of range (expected to be in range of [-1, 0], but got 1)")
+
+
+def test_a_pages_html_tags_are_not_part_of_the_traceback(kb):
+    paste = ("<p>Training stops with <code>RuntimeError: Given groups=1, weight of size "
+             "[64, 3, 7, 7], expected input[8, 1, 224, 224] to have 3 channels, but got 1 "
+             "channels instead</code> on the first batch.</p>\n")
+    assert parse_traceback(paste).message == CHANNELS
+    assert top(paste, kb) == "shape.conv_channels"
+    broken = ('<pre>Traceback (most recent call last):<br>  File &quot;train.py&quot;, line 41, '
+              "in &lt;module&gt;<br>    logits = model(images)<br>"
+              f"RuntimeError: {CHANNELS}<br></pre>\n")
+    parsed = parse_traceback(broken)
+    assert (parsed.message, parsed.frames[0].function) == (CHANNELS, "<module>")
+
+
+def test_a_notebooks_frame_files_linked_to_themselves_read_as_the_traceback_printed():
+    colab = ("RuntimeError                              Traceback (most recent call last)\n"
+             "[<ipython-input-5-4b6724b323fe>](https://localhost:8080/#) in <cell line: 57>()\n"
+             "     60         pred = model(x_batch)\n"
+             "---> 61         loss = loss_fn(pred.long(), y_batch)\n\n"
+             "RuntimeError: \"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'\n")
+    frame = parse_traceback(colab).user_frame
+    assert (frame.file, frame.line, frame.function, frame.code) == (
+        "<ipython-input-5-4b6724b323fe>", 61, "<cell line: 57>",
+        "loss = loss_fn(pred.long(), y_batch)")
+    vscode = ("File [~/envs/tabr/lib/python3.9/site-packages/torch/nn/modules/module.py:1194]"
+              "(https://file+.vscode-resource.vscode-cdn.net/Users/x/envs/tabr/lib/python3.9/"
+              "site-packages/torch/nn/modules/module.py:1194), in Module._call_impl(self, *input)\n"
+              "-> [1194](https://file+.vscode-resource.vscode-cdn.net/Users/x/module.py:1194) "
+              "return forward_call(*input, **kwargs)\n\n"
+              "RuntimeError: mat1 and mat2 must have the same dtype\n")
+    frames = parse_traceback(vscode).frames
+    assert [(f.line, f.function) for f in frames] == [(1194, "Module._call_impl")]
+
+
+@pytest.mark.parametrize("message", [
+    "output with shape [1, 28, 28] doesn't match the broadcast shape [3, 28, 28]",
+    "stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and "
+    "[3, 200, 224] at entry 1",
+    "Sizes of tensors must match except in dimension 1. Expected size 32 but got size 31 for "
+    "tensor number 1 in the list.",
+])
+def test_todays_shape_wordings_quoted_alone_are_error_lines(message):
+    parsed = parse_traceback(f"The first batch fails with `{message}` - why?\n")
+    assert parsed is not None and parsed.message == message
+
+
+def test_a_cpp_class_declared_with_an_exceptions_name_is_no_error_line():
+    assert parse_traceback("class RuntimeError : public std::exception {};\n") is None
+
+
+@pytest.mark.parametrize(("written", "kind"), [
+    ("Runtime Error : Index tensor must have same dimensions as input tensor", "RuntimeError"),
+    ("I keep getting Type Error: can't convert cuda:0 device type tensor to numpy. Use "
+     "Tensor.cpu() to copy the tensor to host memory first.", "TypeError"),
+])
+def test_a_builtin_exception_retyped_as_two_words_is_its_type(written, kind):
+    parsed = parse_traceback(written + "\n")
+    assert parsed.type == kind
+    assert parsed.message.startswith(("Index tensor", "can't convert"))
+
+
+def test_an_exception_type_set_as_code_before_its_message_is_the_error_line():
+    paste = ("`RuntimeError:` Integer division of tensors using div or / is no longer supported, "
+             "and in a future release div will perform \ntrue division as in Python 3. Use "
+             "true_divide or floor_divide (// in Python) instead. \n\nHit in line 527.\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError"
+    assert parsed.message.startswith("Integer division of tensors")
+    assert parsed.message.endswith("(// in Python) instead.")
+
+
+@pytest.mark.parametrize("written", [
+    "I actually meant _IndexError: index out of range in self_ in the title.",
+    "*IndexError: index out of range in self*",
+])
+def test_an_error_line_set_in_italics(written):
+    parsed = parse_traceback(written + "\n")
+    assert (parsed.type, parsed.message.split(" in self")[0]) == ("IndexError", "index out of range")
+
+
+def test_a_tracebacks_star_arguments_are_no_italics():
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/opt/torch/nn/modules/module.py", line 727, in _call_impl\n'
+             "    result = self.forward(*input, **kwargs)\n"
+             "IndexError: index out of range in self\n")
+    assert parse_traceback(paste).frames[0].code == "result = self.forward(*input, **kwargs)"

@@ -105,3 +105,44 @@ def test_a_loss_value_that_starts_with_zero_is_no_zero():
     read = in_english("loss 一直是 0.693，梯度是 0")
     assert read is not None
     assert "0.693" in read and read.count("is zero") == 1
+
+
+@pytest.mark.parametrize("text", [
+    "model.eval() を実行しても何も出なかった",
+    "运行 model.eval() 之后什么都没有输出",
+    "model.eval() 를 실행해도 아무것도 출력되지 않았어요",
+    "model.eval() ничего не вывел",
+    "model.eval() no imprime nada",
+    "model.eval() gibt nichts aus",
+])
+def test_a_call_that_showed_nothing_is_read_in_every_language(text):
+    assert "printed nothing" in (in_english(text) or "")
+
+
+def test_a_captcha_is_no_validation():
+    """验证码 (a captcha) holds the word for validation; it names no phase."""
+    assert "validation" not in (in_english("识别验证码的模型每次结果都不一样") or "")
+
+
+# Evaluation, memory and several GPUs, told in other languages: a call forgotten or not
+# made (said after it in Japanese), a result that got worse or changed, the more of one the
+# more of the other, card 0 against the others, the same as on one card.
+ELSEWHERE = [
+    ('training.eval_mode_left_on', '测试的时候忘了加 model.eval()，结果每次预测都不一样'),
+    ('training.eval_mode_left_on', '推論時に model.eval() を呼んでいなかったので、結果が毎回変わりました'),
+    ('training.eval_mode_left_on', 'При инференсе я не вызываю model.eval(), и предсказания каждый раз разные'),
+    ('training.eval_mode_left_on', 'No llamo a model.eval() antes de evaluar y la precisión cambia cada vez'),
+    ('training.batchnorm_running_stats', '加了 model.eval() 之后验证集准确率反而变差了很多'),
+    ('training.batch_dependent_forward', 'batch size 改成 1 之后预测结果就变了，和 batch 里其他图片有关'),
+    ('memory.caching_allocator', '验证的时候没有用 torch.no_grad()，显存比训练时还高'),
+    ('memory.growing', '验证时把 outputs.append(logits) 放在列表里，显存越来越大'),
+    ('dataloader.worker_copy_on_read', 'num_workers 越大内存占用越高，每个 worker 都复制了一份数据集'),
+    ('distributed.dataparallel_imbalance', '用 DataParallel 多卡训练，0 号卡显存占用比其他卡多很多'),
+    ('distributed.missing_distributed_sampler', '用了 4 张卡 DDP，每个 epoch 的 iteration 数还是和单卡一样'),
+    ("training.eval_mode_left_on", "同一段音频连续推理了几次，每次结果都不一样，推理的时候 dropout 也在起作用吗？"),
+]
+
+
+@pytest.mark.parametrize(("entry", "text"), ELSEWHERE, ids=[e for e, _ in ELSEWHERE])
+def test_evaluation_memory_and_multi_gpu_symptoms_reach_their_entry_in_other_languages(entry, text):
+    assert _top(text) == entry

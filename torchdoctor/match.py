@@ -681,6 +681,9 @@ def _ops_called(code: str | None) -> set[str]:
 # lines under its `In [5]:` prompt.
 _SHOWN_CODE = re.compile(r"`([^`\n]{1,300})`|^(?:>>> |[ \t]{2,})(\S[^\n]{0,300})$"
                          r"|^In \[\d{0,6}\]:[ \t]*((?:\n?[^\n]{1,300}){1,20})", re.MULTILINE)
+# A span that is code: a call, an attribute, an index, an assignment or an operator on a
+# name. A value or a word set as code (`[16, 2]`, `Long`) says nothing of where it raised.
+_STATEMENT = re.compile(r"[A-Za-z_]\w*\s*[(.\[]|[=@+*/-]")
 # The statement typed at the interpreter's prompt: a <stdin> frame prints no code line.
 _REPL_LINE = re.compile(r"^>>> (\S[^\n]{0,300})$", re.MULTILINE)
 
@@ -701,7 +704,7 @@ def _raising_code(parsed: object, text: str) -> str | None:
             return typed[-1] if typed else None
         return code
     shown = ["".join(groups) for groups in _SHOWN_CODE.findall(text[-4000:])]
-    return "\n".join(shown) or None
+    return "\n".join(span for span in shown if _STATEMENT.search(span)) or None
 
 
 def _raising_context(parsed: object, text: str, code: str | None) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchdoctor import per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_glossary import in_english
@@ -182,6 +183,30 @@ _FORWARD_BODY = re.compile(r"^([ \t]*)def forward\([^)\n]{0,200}\)[^\n]{0,80}\n(
 _MODULE_BUILT = re.compile(r"=\s*(?:torch\.)?nn\.[A-Z]\w{0,40}\(")
 
 
+# A model's output appended to a list as it came out, shown as code ("all_preds.append(logits)"):
+# not its Python number, a detached copy or a CPU copy, so every step's tensor (and, outside
+# no_grad, its graph) stays on the device. Read only where the text speaks of memory.
+_OUTPUT_APPENDED = re.compile(
+    r"\.append\(\s*(?:\w+\.)*(?:logits?|outputs?|out|preds?|predictions?|scores?|probs?|y_?hat"
+    r"|\w+_(?:logits|preds?|outputs?|out))\s*\)", re.IGNORECASE)
+_MEMORY_WORD = re.compile(r"\b(?:memory|ram|vram|oom)\b", re.IGNORECASE)
+
+
+# Weights trained elsewhere (pretrained, converted, downloaded) that answer one class for every
+# input, or classes that make no sense, in a report that tells of no training of its own: a model
+# left in train mode normalises each lone image by its own statistics. A model trained or
+# fine-tuned here that answers one class has other causes (the data, the rate).
+_TRAINED_ELSEWHERE = re.compile(r"\b(?:pre-?trained|converted|imported|downloaded)\b", re.IGNORECASE)
+_ONE_ANSWER = re.compile(
+    r"\b(?:for|on|to|with) (?:every|each|all|any)\s+(?:\w+\s+)?(?:pictures?|images?|inputs?|photos?|imgs?)\b"
+    r"|\b(?:same|one|wrong|identical)\s+(?:class|label|prediction|answer)\b"
+    r"|\b(?:classes|answers|predictions|labels|results)\b[^.\n]{0,40}\b(?:make no sense|nonsense|strange|weird"
+    r"|odd|wrong|garbage|random)\b|\b(?:strange|weird|odd|wrong|nonsense|garbage)\s+(?:classes|answers"
+    r"|predictions|labels|results)\b", re.IGNORECASE)
+_TRAINING_TOLD = re.compile(r"\bfine-?tun\w*|\btrain(?:s|ed|ing)?\b|\bepochs?\b|\blearning[ _]rate\b|\blr\b",
+                            re.IGNORECASE)
+
+
 # A memory reading: "3200mb", "10gb", "4537M", "1.300 MB" (a thousands dot: nobody gives
 # megabytes to three decimals); not the card's total ("of 8111MiB", "/ 11GB").
 _MEMORY_VALUE = re.compile(r"(?<![\d.,])(?<!\bof )(?<!/)(?<!/ )(\d{1,6})(?:([.,])(\d{1,3}))?\s?(mib|mb|m|gib|gb|g)\b",
@@ -319,6 +344,9 @@ def readings(text: str) -> list[str]:
     - three or more losses that do not move (within 1.5 %);
     - a few learning rates named, at least 3x apart (someone compared them);
     - a loss tensor added to a running total without ``.item()``;
+    - a model's output appended to a list as it is, in a text about memory;
+    - pretrained or converted weights answering one class for every input, or classes that make
+      no sense, with no training told;
     - NaN in a description that names a half-precision setting (amp, fp16, bf16), or the
       loss scale that fell to zero there (a ZeroDivisionError under amp);
     - NaN placed before any update or at the first one (``trajectory``);
@@ -326,7 +354,9 @@ def readings(text: str) -> list[str]:
       shoots past it (``trajectory``);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
-    - an ``nn`` module constructed in the body of a ``forward`` shown as code.
+    - an ``nn`` module constructed in the body of a ``forward`` shown as code;
+    - several processes on GPU 0, or GPU 0 holding far more than the other cards
+      (``per_card_memory``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -351,6 +381,11 @@ def readings(text: str) -> list[str]:
         said.append("several learning rates tried")
     if _LOSS_ACCUMULATED.search(text):
         said.append("loss tensor accumulated without .item()")
+    if (_TRAINED_ELSEWHERE.search(text) and _ONE_ANSWER.search(text)
+            and not _TRAINING_TOLD.search(text)):
+        said.append("weights trained elsewhere give wrong classes at inference")
+    if _OUTPUT_APPENDED.search(text) and _MEMORY_WORD.search(text):
+        said.append("model outputs appended to a list as tensors")
     if (_NAN_WORD.search(text) or _SCALE_AT_ZERO.search(text)) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
     if nan_from_first_update(text):
@@ -361,6 +396,7 @@ def readings(text: str) -> list[str]:
         said.append("loss falls, then blows up past where it started")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
+    said.extend(per_card_memory.readings(text))
     width = _head_width(text)
     if classes and width and 1 < width < classes:
         # labels up to C-1 reach past the last output: a target out of range for the loss

@@ -4,7 +4,8 @@ The knowledge base's ``symptoms:`` regexes are written in English: "memory keeps
 growing", "hangs with num_workers", "grad is None", "model is not learning". A
 person who describes the same run in Chinese, Japanese, Korean, Russian, Spanish,
 Portuguese or German uses a handful of fixed words for these few symptoms ("爆显存",
-"卡死", "не обучается", "se cuelga", "hängt"), and the identifiers and numbers
+"卡死", "не обучается", "se cuelga", "hängt") and for what surrounds them (a call
+forgotten, a result that got worse, card 0 against the others), and the identifiers and numbers
 around them (``num_workers``, ``p.grad``, ``None``, ``0``) stay as they are. So the
 words are read, in place, as the English phrase an English description would use,
 and the symptom regexes see that English copy beside the text: one regex serves
@@ -114,9 +115,54 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " does not decrease"),
     (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
     # Whether a call is needed, and a call left out: "不需要 model.eval() 吗", "不调用 eval".
+    (r"不应该|不应当", " should not "),
+    (r"是不是(?:应该|应当|要)|是否(?:应该|应当)|应该|应当|(?:する|呼ぶ)べき", " should "),
     (r"不需要|不用(?=\s*\w+\.\w+\()|要らない|必要ない|필요\s*없", " not need "),
     (r"需要|必要|필요", " need "),
+    # A call left out, said after it (Japanese puts the verb last): "model.eval() を呼んでいなかった".
+    (r"を\s*(?:呼んでいな(?:い|かった)|呼ばなかった|呼び忘れ\w{0,4}|付け忘れ\w{0,4}|入れ忘れ\w{0,4})"
+     r"|를\s*호출하지\s*않\w{0,3}", " not called "),
+    (r"忘(?:了|记了?|記)(?:加|调用|写|添加)?|(?:呼び|付け|入れ)忘れ\w{0,4}|забы(?:л|ла|ли)\w{0,3}(?:\s+вызвать)?"
+     r"|\bolvid(?:é|e|aste|ó)\w{0,3}(?:\s+(?:llamar|poner))?|\besqueci\w{0,3}|\bvergessen\b", " forgot "),
+    (r"\bне\s+(?:вызыва\w*|вызвал\w*)", " do not call "),
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
+    # --- several processes on one card ------------------------------------------------
+    # "0 号显卡", "第一张卡", "主卡": the card people call GPU 0; each rank's process on it.
+    (r"(?:0|零)\s*号\s*(?:显卡|卡|GPU)|第一(?:张|块)\s*(?:显卡|卡|GPU)|主卡", " GPU 0 "),
+    (r"每(?:一)?个进程|所有(?:的)?进程|各(?:个)?进程|(?:各|全)プロセス|(?:각|모든)\s*프로세스"
+     r"|кажд\w{1,3}\s+процесс\w{0,3}|\bcada proceso\b|\bjede[sn]?\s+Prozess\w{0,2}",
+     " every process "),
+    # A call that showed nothing: in a notebook eval() returns the module and displays it.
+    (r"何も(?:出|表示され|出力され)(?:なかった|ない|ません(?:でした)?)|什么都没(?:有)?(?:输出|显示|打印)|没有(?:任何)?(?:输出|显示)"
+     r"|아무것도\s*(?:출력|표시)되지\s*않\w{0,3}|ничего не (?:вывел\w*|выводит|напечатал\w*|показал\w*)"
+     r"|no (?:imprime|imprimi[óo]|muestra|mostr[óo]) nada|n[ãa]o (?:imprime|imprimiu|mostra|mostrou) nada"
+     r"|(?:gibt|gab) nichts aus|zeigt(?:e)? nichts(?: an)?",
+     " printed nothing "),
+    # A result that got worse after a change ("一加上 model.eval() 精度就变差了"); not 下降, which a
+    # falling loss also says.
+    (r"变差(?:了)?|更差(?:了)?|差(?:了)?很多|悪くな\w{0,3}|악화\w{0,3}|стал\w{0,2}\s+хуже|empeor\w{0,3}", " worse "),
+    # "num_workers 越大，内存占用越高": the more of one, the more of the other.
+    (r"越(?:大|高|多)", " increases "),
+    (r"比(?:其他|其它|别的|另外的?)(?:几)?(?:张|块)?(?:卡|显卡|GPU)\s*(?:多|高)(?:很多|不少|得多|一倍)?",
+     " much more than the other cards "),
+    (r"(?:和|跟|与)单卡(?:时|的时候)?(?:一样|相同|差不多)", " the same as on one GPU "),
+    (r"没(?:有)?用(?=\s*[\w.]+\()", " without "),
+    # The same input run again: "同一张图片连续预测几次，每次输出的结果都不一样".
+    (r"(?:连续|重复|多次)?(?:预测|推理|运行|跑)(?:了)?(?:几|多|两|好几)次", " predicted several times "),
+    (r"每次(?:输出|预测|运行)?(?:的)?(?:结果)?都不(?:一样|同)", " different every time "),
+    # The phase a result comes from, and a result that changed.
+    (r"验证(?:集|阶段)?(?!码)|検証|валидаци\w*", " validation "),
+    (r"推理|推論", " inference "),
+    (r"(?:预测|推理|输出)(?:的)?结果|予測結果|推論結果", " prediction results "),
+    (r"(?:也)?在起作用|(?:也)?(?:生效|起效)(?:了)?", " is active "),
+    (r"(?:预测|推理|测试)(?:的)?时(?:候)?", " at prediction "),
+    (r"(?:就|都|也)?(?:变了|改变了|不一样了|不同了)", " changed "),
+    # --- random numbers that repeat --------------------------------------------------
+    (r"随机数|乱数|난수|случайны\w*\s+числ\w*|n[úu]meros\s+aleat[óo]rios|Zufallszahlen",
+     " random numbers "),
+    (r"一模一样|完全(?:相同|一样)|(?:都)?(?:相同|一样|同一串)|全く同じ|同じ|똑같|동일|одинаков\w*"
+     r"|(?:los|las|os|as)\s+mism[oa]s|\bgleich(?:e|en)?\b",
+     " same "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     # --- when a value went wrong: before any update, or with the first one ------------
     # ("训练一开始是正常的" says the start was fine: only "一开始(loss)就", already at the start.)

@@ -16,7 +16,7 @@ IPYTHON8_FRAME = re.compile(r"File (?P<file>[^\s\"].*?):(?P<line>\d+)(?:, in (?P
 IPYTHON8_CELL = re.compile(r"Cell In ?\[(?P<cell>\d*)\], line (?P<line>\d+)")
 IPYTHON8_INPUT = re.compile(r"Input In ?\[(?P<cell>\d*)\](?:, in (?P<func>.+))?")
 IPYTHON7_FRAME = re.compile(
-    r"(?P<file><ipython-input-[^>\s]+>|(?:~|/|[A-Za-z]:\\)\S*\.pyx?) in (?P<func>[^\s(]+)"
+    r"(?P<file><ipython-input-[^>\s]+>|(?:~|/|[A-Za-z]:\\)\S*\.pyx?) in (?P<func><cell line: \d+>|[^\s(]+)"
 )
 IPYTHON_SOURCE = re.compile(r"(?P<arrow>-*>)?\s*(?P<line>\d+)(?: (?P<code>.*))?")
 CARET_LINE = re.compile(r"[~^\s]+")

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from torchdoctor.parsing.controls import strip_controls
+from torchdoctor.parsing.flattened import unflattened
 from torchdoctor.parsing.markup import undo_line_markup, undo_markup
 from torchdoctor.parsing.rich_box import BORDER, is_boxed, unbox
 
@@ -39,6 +40,10 @@ QUOTE_PREFIX = re.compile(r"(?:>[ ]?)+")
 PROGRESS_BAR_BEFORE = re.compile(
     r".{0,200}?\d{1,3}%\|[^|\n]{0,300}\|[^\[\n]{0,80}\[[^\]\n]{0,100}\]")
 LONGEST_LINE = 65_536
+# A terminal wraps a long frame line at its width and a copy keeps the padding up to
+# the edge ("…/data/dataload          er.py", line 761"); Python prints no run of
+# spaces inside a frame line, so such a run is the wrap and goes.
+FRAME_WRAP_PADDING = re.compile(r"(?<=\S) {8,}(?=\S)")
 
 
 @dataclass
@@ -75,6 +80,8 @@ def clean_lines(text: str) -> CleanLines:
     lines = text.splitlines()
     if BORDER in text and is_boxed(lines):
         lines = unbox(lines)
+    if 'File "' in text:
+        lines = unflattened([_unwrapped_frame(line) for line in lines])
     if _is_quoted_paste(lines):
         lines = [
             QUOTE_PREFIX.sub("", line, count=1) if line.startswith(">") else line
@@ -114,6 +121,12 @@ def clean_lines(text: str) -> CleanLines:
         records.append(record)
         errors.append(error)
     return CleanLines(texts, ranks, records, errors)
+
+
+def _unwrapped_frame(line: str) -> str:
+    if "        " in line and line.lstrip().startswith('File "'):
+        return FRAME_WRAP_PADDING.sub("", line)
+    return line
 
 
 def _rank(line: str) -> tuple[int | None, str]:

@@ -37,6 +37,8 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
     r"|not supported on CUDAType|Cannot access accelerator device|has a total capacity"
     r"|The offending index is|is invalid for input with"
+    # today's shape wordings that name no exception type when quoted alone
+    r"|doesn't match the broadcast shape|Sizes of tensors must match|expects each tensor to be equal size"
     # a launcher's word on a rank that died (Lightning: "Child process with PID N
     # terminated with code -9"), which a paste may hold without any traceback
     r"|terminated with code -?\d"
@@ -50,7 +52,8 @@ ROUTINE_NCCL_WARNINGS = ("libibverbs", "NET/Plugin", "NET/IB")
 MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't", "error",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
-                    "cudnn_status", "capacity", "offending", "nccl warn", "terminated")
+                    "cudnn_status", "capacity", "offending", "nccl warn", "terminated",
+                    "broadcast shape", "equal size")
 # Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
 # memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
 # keeps only the first.
@@ -86,6 +89,13 @@ def _recompile_reason(stripped: str) -> bool:
 
 FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
 FULL_WIDTH_COLON = re.compile("\uff1a ?")
+# A built-in exception's name retyped as two words before its colon ("Runtime Error:",
+# "Index Error :").
+SPLIT_TYPE = re.compile(
+    r"(?<![\w.])(?P<name>Runtime|Value|Type|Index|Attribute|Key|Assertion|Import|NotImplemented"
+    r"|ModuleNotFound|FileNotFound|Memory|Name|OS|Unpickling|ZeroDivision|Overflow|EOF|Recursion)"
+    r" Error(?=[ \t]{0,4}:)")
+SPACED_COLON = re.compile(r"(?<![\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exception))[ \t]{1,4}:[ \t]?")
 # Prose in another script after the message on the same line ("…instead，这是为什么？"):
 # torch's messages are ASCII apart from paths, so the message ends where CJK or
 # full-width text begins.
@@ -128,7 +138,8 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     """
     chosen = list(indices)
     texts = [_ascii_punctuation(text) for text in texts] if any(
-        not texts[index].isascii() for index in chosen) else texts
+        not texts[index].isascii() or " :" in texts[index] or " Error" in texts[index]
+        for index in chosen) else texts
     for index in chosen:
         found = _ide_exception(texts, index)
         if found is not None:
@@ -151,10 +162,24 @@ def find_loose_error(texts: list[str], indices: Iterable[int],
     return None
 
 
+def _typed_colon(found: re.Match[str]) -> str:
+    """``Type :`` as ``Type: ``, unless it is C++ declaring the name (``class
+    RuntimeError : public std::exception``)."""
+    declared = found.string[max(0, found.start() - 8):found.start()].rstrip().endswith(
+        ("class", "struct"))
+    return found.group(0) if declared else found["type"] + ": "
+
+
 def _ascii_punctuation(text: str) -> str:
     """A message retyped with a Chinese or Japanese input method has full-width colons,
     parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
-    torch printed ASCII ones."""
+    one retyped in French style puts a space before the colon ("RuntimeError :Expected
+    …"), and a built-in type is sometimes retyped as two words ("Runtime Error:"); torch
+    printed ``Type: message``."""
+    if " Error" in text:
+        text = SPLIT_TYPE.sub(r"\g<name>Error", text)
+    if " :" in text:
+        text = SPACED_COLON.sub(_typed_colon, text)
     return text if text.isascii() else FULL_WIDTH_COLON.sub(": ", text).translate(FULL_WIDTH)
 
 
@@ -205,7 +230,8 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
                 # 'I get "ValueError: …" at this line': the quote ends the message.
                 message = message[:message.find(CLOSING_QUOTE[opening])]
-            return LooseError(embedded["type"], _without_closing_quote(_own_words(message)),
+            return LooseError(embedded["type"],
+                              _without_closing_quote(_own_words(_unwrapped(message))),
                               index, "embedded")
     if "(" in raw:
         opening = REPR_OPENING.search(raw)
@@ -215,6 +241,23 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
             if text is not None and text.strip():
                 return LooseError(opening["type"], _unquoted(text.strip()), index, "repr")
     return None
+
+
+def _unwrapped(message: str) -> str:
+    """A message the person set in quotes after its type (``raises RuntimeError: "mat1
+    and mat2 must have the same dtype". The …``): the words inside. Torch opens a message
+    with a quote only to name something ("'Tensor' object has no attribute 'x'"), so a
+    single quote counts only when a stop and nothing, or a new sentence, follows it."""
+    opening = message[:1]
+    if opening not in CLOSING_QUOTE:
+        return message
+    end = message.find(CLOSING_QUOTE[opening], 1)
+    if end < 8:
+        return message
+    after = message[end + 1:]
+    if opening != "'" or not after.strip(" .,;:!?") or re.match(r"[.;!?]\s", after):
+        return message[1:end]
+    return message
 
 
 def _without_closing_quote(message: str) -> str:
