@@ -70,3 +70,13 @@ def test_the_matcher_takes_any_text(kb, text):
     diagnosis = cpu_bounded(lambda: diagnose(text, kb))
     scores = [match.score for match in diagnosis.matches]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_traceback_beside_long_runs_of_one_character_parses_in_bounded_time(kb):
+    """A line-start search run from inside a 20,000-character word read the word again
+    from every position: this shape took 17 s of CPU at 600 kB."""
+    block = ('Traceback (most recent call last):\n  File "train.py", line 7, in <module>\n'
+             '    out = model(x)\nRuntimeError: loss nan ' + "a" * 20_000 + " " * 20_000
+             + "1" * 20_000)
+    diagnosis = cpu_bounded(lambda: diagnose(block * 10, kb))
+    assert diagnosis.error is not None and diagnosis.error.type == "RuntimeError"

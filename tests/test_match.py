@@ -953,3 +953,40 @@ def test_words_around_a_message_two_entries_share_decide_between_them():
                     kb(concatenation, batching))
     assert [m.entry.id for m in said.matches] == ["shape.stacked_batch", "shape.concatenated"]
     assert said.matches[0].score == round(said.matches[1].score + 0.01, 4)
+
+
+def test_torchs_module_file_under_the_users_frame_names_the_op_it_runs():
+    # nn.Conv2d.forward calls F.conv2d from a method named forward: only the file
+    # torch/nn/modules/conv.py says a convolution raised, when the paste is cut there.
+    conv = entry("device.input_weight_device", patterns=[(None, r"found type torch\.cuda")])
+    conv.patterns[0].inside = r"(?:\b|_)conv(?:[123]d)?(?:\b|_)"
+    generic = entry("device.mixed_devices", patterns=[(None, r"found type torch\.cuda")])
+
+    def cut_in(path):
+        return ("# Expected object of type torch.FloatTensor but found type torch.cuda.FloatTensor\n"
+                'Traceback (most recent call last):\n  File "test.py", line 3, in <module>\n'
+                "    out = net(x)\n"
+                f'  File "{path}", line 282, in forward\n'
+                "    self.padding, self.dilation, self.groups)\n")
+
+    ranked = diagnose(cut_in("/usr/lib/python2.7/site-packages/torch/nn/modules/conv.py"),
+                      kb(generic, conv)).matches
+    assert [m.entry.id for m in ranked] == ["device.input_weight_device", "device.mixed_devices"]
+    # A user's own file of that name is not torch's convolution.
+    ranked = diagnose(cut_in("/home/me/project/conv.py"), kb(generic, conv)).matches
+    assert [m.entry.id for m in ranked] == ["device.mixed_devices"]
+
+
+def test_the_source_line_under_a_warning_is_torchs_output_not_the_persons_words():
+    # Both warnings matched; only the person's own words may decide between them, and the
+    # code line Python prints under a warning ("total += loss.data[0]") is not theirs.
+    volatile = entry("autograd.volatile_removed",
+                     patterns=[("UserWarning", r"volatile was removed and now has no effect")])
+    zero_dim = entry("other.zero_dim_index",
+                     patterns=[("IndexError", r"invalid index of a 0-dim tensor")],
+                     symptoms=[r"\.data\[0\]"])
+    ranked = [m.entry.id for m in diagnose(VOLATILE + ZERO_DIM, kb(volatile, zero_dim)).matches]
+    assert ranked == ["autograd.volatile_removed", "other.zero_dim_index"]
+    said = "I still read the loss with loss.data[0] everywhere.\n" + VOLATILE + ZERO_DIM
+    ranked = [m.entry.id for m in diagnose(said, kb(volatile, zero_dim)).matches]
+    assert ranked == ["other.zero_dim_index", "autograd.volatile_removed"]

@@ -107,6 +107,18 @@ def test_a_loss_value_that_starts_with_zero_is_no_zero():
     assert "0.693" in read and read.count("is zero") == 1
 
 
+@pytest.mark.parametrize(("text", "english"), [
+    ("torch 是 cpu 版本", "cpu version"),
+    ("装的是CPU版的 torch", "CPU version"),
+    ("cuda.is_available() 永远返回 False", "returns  False"),
+    ("is_available() всегда возвращает False", "returns  False"),
+    ("多卡训练, 单卡测试", " multiple GPUs "),
+    ("两块卡推理没问题, 一张卡就报错", " single GPU "),
+])
+def test_a_build_named_by_its_device_and_a_functions_answer_read_in_english(text, english):
+    assert english in (in_english(text) or "")
+
+
 @pytest.mark.parametrize("text", [
     "model.eval() を実行しても何も出なかった",
     "运行 model.eval() 之后什么都没有输出",

@@ -188,3 +188,9 @@ def test_a_nan_another_library_tripped_over_is_read_with_the_log_around_it():
               "ValueError: range parameter must be finite.\n")
     assert "NaN from the first update on" in _said(pasted)
     assert _top(pasted) == "numerics.nan_loss"
+
+
+def test_mixed_precision_named_in_another_language_or_a_class_name_is_read():
+    assert "NaN under mixed precision" in _said("训练到中途 loss 突然变成 NaN，用的是自动混合精度。")
+    assert "NaN under mixed precision" in readings("The loss goes NaN with AmpOptimWrapper.")
+    assert "NaN under mixed precision" not in readings("The loss goes NaN on my Ampere card.")

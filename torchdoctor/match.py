@@ -717,9 +717,16 @@ def _raising_context(parsed: object, text: str, code: str | None) -> str:
     users = [i for i, frame in enumerate(frames) if _value(frame, "is_user")]
     below = frames[users[-1] + 1:] if users else frames
     parts = [code or ""] + [str(_value(frame, "function") or "") for frame in below]
+    # torch's own module file names the op family its frame runs (torch/nn/modules/conv.py
+    # calls a convolution from a method named ``forward``): a traceback cut before F.conv2d.
+    parts += [found.group(1) for frame in below
+              if (found := _TORCH_MODULE_FILE.search(str(_value(frame, "file") or "")))]
     if not frames and not code:
         parts.append(_WARNING_LINE.sub("", text[-2000:]))
     return "\n".join(part for part in parts if part)
+
+
+_TORCH_MODULE_FILE = re.compile(r"[/\\]torch[/\\](?:[\w.]{1,60}[/\\]){0,6}(\w{1,60})\.py$")
 
 
 def _entry_ops(entry: object) -> set[str]:
@@ -940,17 +947,22 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         # An unknown error's message can still name a symptom ("returned nan values");
         # the rest of a traceback (code lines, paths) would only add false hits. A paste
         # of the message alone, with no frames, is the person's account around it ("my own
-        # BCE with torch.log, then ZeroDivisionError"), and so is one whose error another
-        # library raised (numpy's histogram of NaN weights, after a log of "Loss: nan"):
-        # read with it, frame lines left out.
-        if parsed is not None and _value(parsed, "type") and (
-                not _value(parsed, "frames") or raised_by(parsed) is not None):
+        # BCE with torch.log, then ZeroDivisionError"): read with it.
+        if parsed is not None and _value(parsed, "type") and not _value(parsed, "frames"):
             message = message + "\n" + _prose_around(parsed, tail)
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)
+    other_library = raised_by(parsed)
+    if not candidates and other_library is not None:
+        # Another library failed on what torch produced (a histogram of NaN weights, a
+        # metric of empty predictions): the torch symptom is in the person's own words
+        # around its traceback ("the loss is nan from the start").
+        prose = _prose_around(parsed, tail)
+        prose_fields = symptoms.extract_numbers(prose)
+        candidates = _match_prose(index, prose)
     candidates.sort(key=lambda c: (-c.score, str(c.entry.id)))
     matches = [_build_match(c, prose_fields, message) for c in candidates]
-    diagnosis = Diagnosis(kind, text, parsed, matches, prose_fields, raised_by=raised_by(parsed))
+    diagnosis = Diagnosis(kind, text, parsed, matches, prose_fields, raised_by=other_library)
     if not matches:
         _add_similar(diagnosis, index, similar.query_text(parsed, tail), prose_fields, message)
     return diagnosis
@@ -962,7 +974,9 @@ def _prose_around(parsed: object, text: str) -> str:
     exception's name among them (``torch._dynamo.exc.Unsupported:`` is torch's, not a
     description of a graph break)."""
     if parsed is None or _value(parsed, "type") is None:
-        return text  # no error line: the "message" is the person's own sentence
+        # No error line: the "message" is the person's own sentence; the warnings torch
+        # printed (and the source line under each) are program output, not their words.
+        return _WARNING_LINE.sub("", text)
     # A match starts only where a word starts, and each dotted part is bounded: a run of
     # 60,000 word characters is then one failed attempt, not one per position.
     named = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w{0,80}\.){0,12}"

@@ -29,6 +29,7 @@ from typing import Any
 from torchdoctor import per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
+from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
 from torchdoctor.trajectory import loss_turn, nan_from_first_update
 
@@ -156,9 +157,10 @@ _OTHER_SETTING = re.compile(
 _LOSS_ACCUMULATED = re.compile(
     r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#,]|\.(?!\w)|$)",
     re.IGNORECASE)
-# NaN and a half-precision setting named anywhere in one description: people write the
-# setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
-# another, and float16's range (max 65504) is what overflows first.
+# NaN and a half-precision setting named anywhere in one description (a class named after
+# it counts: MMSeg's AmpOptimWrapper): people write the setting in one sentence or list
+# item ("fine without torch.cuda.amp") and the NaN in another, and float16's range (max
+# 65504) is what overflows first.
 _NAN_WORD = re.compile(r"(?<![A-Za-z])nans?(?![A-Za-z])", re.IGNORECASE)
 # A dynamic loss scale halves on every step whose gradients overflowed; when every step
 # does (a loss that is inf or NaN each time), it reaches 0 and 1/scale divides by zero:
@@ -172,7 +174,7 @@ _HEAD_WIDTH = re.compile(r"\bLinear\(\s*[^,()]{1,60},\s*(\d{1,7})\s*[,)]"
                          r"|\b(\d{1,7})\s+(?:outputs|output units|output neurons)\b", re.IGNORECASE)
 _HALF_PRECISION = re.compile(
     r"\b(?:amp|autocast|fp16|float16|bf16|bfloat16|GradScaler|apex|mixed[ _-]?precision|"
-    r"half[ _-]precision)\b|\.half\(\)", re.IGNORECASE)
+    r"half[ _-]precision)\b|\.half\(\)|\b(?-i:Amp(?=[A-Z]))", re.IGNORECASE)
 
 
 # A module built in a forward() shown as code: "self.fc = nn.Linear(...)" or "conv = nn.Conv2d(...)"
@@ -356,7 +358,9 @@ def readings(text: str) -> list[str]:
       data set it names (CIFAR-100, MNIST, ImageNet);
     - an ``nn`` module constructed in the body of a ``forward`` shown as code;
     - several processes on GPU 0, or GPU 0 holding far more than the other cards
-      (``per_card_memory``).
+      (``per_card_memory``);
+    - one input giving other outputs when run again or in a batch of another size
+      (``symptoms_compared``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -404,6 +408,7 @@ def readings(text: str) -> list[str]:
                     "than classes")
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
         said.append("layer created inside forward")
+    said.extend(compared_readings(text))
     return said
 
 

@@ -178,8 +178,21 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"第二(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|2\s*(?:番目|回目)の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))",
      " second "),
     (r"迭代|イテレーション|반복", " iteration "),
+    # --- the precision a run trains in -----------------------------------------------
+    (r"(?:自动)?混合精度|混合精度|混合精度学習|혼합\s*정밀도|смешанн\w*\s+точност\w*|precisi[óo]n mixta"
+     r"|precis[ãa]o mista|gemischte[rn]?\s+Pr[äa]zision", " mixed precision "),
+    (r"半精度|반정밀도|половинн\w*\s+точност\w*", " half precision "),
 
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
+    # How many GPUs a run used: "多卡", "两块卡", "单卡", "一张卡".
+    (r"多(?:张|块)?(?:卡|GPU|显卡)|(?:两|二|三|四|八)\s*(?:张|块)\s*(?:卡|GPU|显卡)", " multiple GPUs "),
+    (r"单(?:张|块)?(?:卡|GPU|显卡)|一\s*(?:张|块)\s*(?:卡|GPU|显卡)", " single GPU "),
+    # A build named by its device ("cpu 版本", "CPU版", "CPU バージョン"): which torch is installed.
+    (r"(?<=cpu)\s*(?:版本|版|バージョン|버전|верси[яию])", " version"),
+    # A function's answer as the person saw it: "永远返回 False", "always returns False".
+    (r"(?:永远|总是|一直|始终|都)?返回(?=\s*(?:True|False|None)\b)"
+     r"|(?:всегда\s+)?возвращает(?=\s*(?:True|False|None)\b)",
+     " returns "),
     (r"(?:一路)?(?:降|减小|减少|调小|改小|缩小)(?:到|至)|まで(?:下げ|減らし)\w{0,3}|(?:로|으로)\s*줄",
      " lowered to "),
 )

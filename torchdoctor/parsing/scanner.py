@@ -21,7 +21,9 @@ from torchdoctor.parsing.model import ChainLink, Frame
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 CAUSE_MARKER = "The above exception was the direct cause of the following exception"
 CONTEXT_MARKER = "During handling of the above exception, another exception occurred"
-IPYTHON_HEADER = re.compile(r"(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
+# The type starts a word: a search started inside a long run of word characters would
+# read the whole run again from every position (quadratic on a pasted blob).
+IPYTHON_HEADER = re.compile(r"(?<![\w.])(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
 # IPython 7's notebook-cell frame after a web page removed its <ipython-input-…> and
 # <module> as if they were HTML tags: "in ()".
 EATEN_CELL_FRAME = re.compile(r"in (?P<func>\w*)\(\)")
