@@ -43,7 +43,7 @@ FLOOR_CONFIDENT_COVERAGE = 0.50
 # set was renewed (see its README), so these are the new set's floors, not the old one's.
 FLOOR_UNSEEN_TOP1_CATEGORY = 0.53
 FLOOR_UNSEEN_TOP1_ENTRY = 0.49
-MIN_UNSEEN_CASES = 70
+MIN_UNSEEN_CASES = 68
 
 _SCORE = """
 import json, sys

@@ -71,6 +71,24 @@ FAMILIES = [
     ("training.eval_mode_left_on", "推理的时候是不是应该先调用 net.eval()？"),
     ("training.batchnorm_running_stats",
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
+    # parameters the optimizer holds move with weight decay, whether a loss reaches them or not
+    ("training.freeze_not_applied",
+     "I dropped the auxiliary head's loss from the total, yet its weights still change a little "
+     "every iteration. Why, if no loss uses them?"),
+    # a metric that works on the training batches and reads exactly 0 on validation
+    ("training.shuffle_off",
+     "On my own images the training accuracy climbs normally, but validation accuracy is 0 every "
+     "epoch. With CIFAR-10 both are fine."),
+    # workers start afresh each epoch: a fork that deadlocks shows at the boundary
+    ("dataloader.hang",
+     "Training freezes at the start of every new epoch for minutes; within an epoch it runs."),
+    # a CPU wheel on a machine with a GPU: the card idles
+    ("device.torch_without_cuda",
+     "Inference is very slow and GPU usage sits near 0%. torch.__version__ prints 2.1.0+cpu."),
+    # the allocator keeps what the first pass took and reuses it
+    ("memory.caching_allocator",
+     "The first validation takes 3 GB more GPU memory and never gives it back, but the second "
+     "validation does not raise it any further."),
     # eval() missing where the model evaluates: a contrast between two paths, a notebook call
     # that displayed nothing (eval() returns the module), someone else's weights answering one class
     ('training.eval_mode_left_on',

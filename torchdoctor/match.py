@@ -76,6 +76,15 @@ ASSERT_BONUS = 0.3
 PHASE_BONUS = 0.05
 SPECIFICITY_WEIGHT = 0.4
 OTHER_LINK_WEIGHT = 0.6
+# A prose match: each piece of evidence (a symptom regex whose phrasing names words of
+# the text no other regex of the entry named) halves what is left of EVIDENCE_WEIGHT;
+# the words of the text its phrases name, each weighted by how few entries spell it
+# (symptoms.word_weights), approach NAMED_WEIGHT, half of it at NAMED_HALF. Both are
+# read off the text, never as a share of the entry's phrases: an entry that knows more
+# ways to say its symptom never ranks lower for it.
+EVIDENCE_WEIGHT = 0.3
+NAMED_WEIGHT = 0.1
+NAMED_HALF = 6.0
 CONTESTED_PENALTY = 0.5
 # Between entries that all matched, the one about the op the user's raising line calls
 # (torch.stack, not torch.cat; torch.bmm, not nn.Linear) is the one that discriminates.
@@ -872,13 +881,18 @@ def _covers(text: str, message: _CompiledMessage) -> bool:
                                            or 2 * len(text) >= len(message.normalised))
 
 
+def prose_score(found: symptoms.SymptomMatch) -> float:
+    """The score of an entry whose symptoms matched: its pieces of evidence and the words
+    it names, both read off the text (see EVIDENCE_WEIGHT)."""
+    return round(TIER_SYMPTOM + EVIDENCE_WEIGHT * (1 - 0.5 ** found.pieces)
+                 + NAMED_WEIGHT * found.named / (found.named + NAMED_HALF), 4)
+
+
 def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
     candidates = []
     for found in symptoms.match_symptoms(text, index.symptom_entries):
-        share = len(found.matched) / max(found.total, 1)
-        score = round(TIER_SYMPTOM + 0.3 * share + 0.1 * found.specificity, 4)
         reason = f"{len(found.matched)} of {found.total} symptom phrases matched"
-        candidates.append(_Candidate(found.entry, score, reason, dict(found.fields)))
+        candidates.append(_Candidate(found.entry, prose_score(found), reason, dict(found.fields)))
     return candidates
 
 
@@ -946,7 +960,11 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         message = _WARNING_LINE.sub("", tail)
     if not candidates:
         # An unknown error's message can still name a symptom ("returned nan values");
-        # the rest of a traceback (code lines, paths) would only add false hits.
+        # the rest of a traceback (code lines, paths) would only add false hits. A paste
+        # of the message alone, with no frames, is the person's account around it ("my own
+        # BCE with torch.log, then ZeroDivisionError"): read with it.
+        if parsed is not None and _value(parsed, "type") and not _value(parsed, "frames"):
+            message = message + "\n" + _prose_around(parsed, tail)
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)
     other_library = raised_by(parsed)
@@ -974,8 +992,10 @@ def _prose_around(parsed: object, text: str) -> str:
         # No error line: the "message" is the person's own sentence; the warnings torch
         # printed (and the source line under each) are program output, not their words.
         return _WARNING_LINE.sub("", text)
-    named = re.compile(r"(?:[\w]+\.)*" + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1])
-                       + r"\s*:")
+    # A match starts only where a word starts, and each dotted part is bounded: a run of
+    # 60,000 word characters is then one failed attempt, not one per position.
+    named = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w{0,80}\.){0,12}"
+                       + re.escape(str(_value(parsed, "type")).rsplit(".", 1)[-1]) + r"\s*:")
     said = sorted({line.strip() for line in str(_value(parsed, "message") or "").splitlines()
                    if line.strip()}, key=len, reverse=True)
     frames = _value(parsed, "frames") or []

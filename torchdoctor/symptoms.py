@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import re
 import statistics
 from collections.abc import Iterable
@@ -30,6 +31,7 @@ from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
+from torchdoctor.trajectory import loss_turn, nan_from_first_update
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
@@ -136,19 +138,35 @@ _MAX_RATES_COMPARED = 4
 _RATES_APART = 3.0
 _LR_VALUE = re.compile(
     r"\b(?:lr|learning[ _]rate)\b\s*(?:=|:|of|is|to|set to|at)?\s*"
-    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.])",
+    r"(?<![\d.])(\d{1,6}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?!\.?\d|[eE][-+]?\d)",
     re.IGNORECASE,
 )
+# A text that speaks of its learning rate, in the usual languages.
+_RATE_NAMED = re.compile(r"\b(?:lr|learning[ _]rates?)\b|学习率|学習率|학습률|скорост\w* обучения"
+                         r"|tasa de aprendizaje|taxa de aprendizado|Lernrate", re.IGNORECASE)
+_SCIENTIFIC = re.compile(r"(?<![\w.])(\d(?:\.\d{1,6})?[eE]-\d{1,2})(?!\w|\.\d)")
+# The other quantities people write in scientific notation: a value after one of them in
+# its clause is that quantity's, not a rate.
+_OTHER_SETTING = re.compile(
+    r"\b(?:eps|epsilon|weight[ _]?decay|wd|decay|momentum|betas?|tol\w*|clip\w*|max_norm|norm|"
+    r"grad\w*|threshold|min_lr|eta_min|loss\w*|acc\w*|mean|average|std|var\w*|values?)\b"
+    r"[^.;\n]*$", re.IGNORECASE)
 # A loss tensor added to a running total, not its Python number: the graph of every
 # step stays alive ("total_loss += loss", "epoch_loss += loss[0]" at a line's end, or
 # ended by a sentence's comma or full stop, but not "+= loss.item()").
 _LOSS_ACCUMULATED = re.compile(
     r"\+=\s*(?:\w+\.)?\w*loss\w*(?:\[[^\]\n]{0,20}\])?[ \t]*(?:[\n`;#,]|\.(?!\w)|$)",
     re.IGNORECASE)
-# NaN and a half-precision setting named anywhere in one description: people write the
-# setting in one sentence or list item ("fine without torch.cuda.amp") and the NaN in
-# another, and float16's range (max 65504) is what overflows first.
-_NAN_WORD = re.compile(r"\bnans?\b", re.IGNORECASE)
+# NaN and a half-precision setting named anywhere in one description (a class named after
+# it counts: MMSeg's AmpOptimWrapper): people write the setting in one sentence or list
+# item ("fine without torch.cuda.amp") and the NaN in another, and float16's range (max
+# 65504) is what overflows first.
+_NAN_WORD = re.compile(r"(?<![A-Za-z])nans?(?![A-Za-z])", re.IGNORECASE)
+# A dynamic loss scale halves on every step whose gradients overflowed; when every step
+# does (a loss that is inf or NaN each time), it reaches 0 and 1/scale divides by zero:
+# a ZeroDivisionError under amp is a NaN that was never printed.
+_SCALE_AT_ZERO = re.compile(r"\bZeroDivisionError\b|\bdivision by zero\b"
+                            r"|\bloss scale\w*\b[^.\n]{0,40}?\bto 0(?:\.0)?\b", re.IGNORECASE)
 # The width of a classifier's last layer as people write it: the last nn.Linear's
 # out_features, "out_features=195", "195 outputs".
 _HEAD_WIDTH = re.compile(r"\bLinear\(\s*[^,()]{1,60},\s*(\d{1,7})\s*[,)]"
@@ -156,7 +174,7 @@ _HEAD_WIDTH = re.compile(r"\bLinear\(\s*[^,()]{1,60},\s*(\d{1,7})\s*[,)]"
                          r"|\b(\d{1,7})\s+(?:outputs|output units|output neurons)\b", re.IGNORECASE)
 _HALF_PRECISION = re.compile(
     r"\b(?:amp|autocast|fp16|float16|bf16|bfloat16|GradScaler|apex|mixed[ _-]?precision|"
-    r"half[ _-]precision)\b|\.half\(\)", re.IGNORECASE)
+    r"half[ _-]precision)\b|\.half\(\)|\b(?-i:Amp(?=[A-Z]))", re.IGNORECASE)
 
 
 # A module built in a forward() shown as code: "self.fc = nn.Linear(...)" or "conv = nn.Conv2d(...)"
@@ -250,8 +268,19 @@ def memory_levels_off(text: str) -> bool:
 
 
 def learning_rates(text: str) -> list[float]:
-    """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001")."""
-    return [float(found.group(1)) for found in _LR_VALUE.finditer(bounded(text))]
+    """Every learning rate a text names ("lr=0.0001", "LEARNING_RATE set to 0.001"), and,
+    in a text that speaks of its learning rate, every small number in scientific notation
+    that no other setting claims ("nan within 3 epochs at 1e-6, fine at 3e-8"): rates are
+    what people write that way, next to eps and weight decay, which are named when given."""
+    text = bounded(text)
+    labelled = list(_LR_VALUE.finditer(text))
+    rates = [float(found.group(1)) for found in labelled]
+    if _RATE_NAMED.search(text):
+        read = {found.start(1) for found in labelled}
+        rates.extend(float(found.group(1)) for found in _SCIENTIFIC.finditer(text)
+                     if found.start(1) not in read
+                     and not _OTHER_SETTING.search(text[max(0, found.start() - 25):found.start()]))
+    return rates
 
 
 def loss_values(text: str) -> list[float]:
@@ -320,7 +349,11 @@ def readings(text: str) -> list[str]:
     - a model's output appended to a list as it is, in a text about memory;
     - pretrained or converted weights answering one class for every input, or classes that make
       no sense, with no training told;
-    - NaN in a description that names a half-precision setting (amp, fp16, bf16);
+    - NaN in a description that names a half-precision setting (amp, fp16, bf16), or the
+      loss scale that fell to zero there (a ZeroDivisionError under amp);
+    - NaN placed before any update or at the first one (``trajectory``);
+    - a logged training loss that falls and then climbs back toward where it began, or
+      shoots past it (``trajectory``);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
       data set it names (CIFAR-100, MNIST, ImageNet);
     - an ``nn`` module constructed in the body of a ``forward`` shown as code;
@@ -357,8 +390,14 @@ def readings(text: str) -> list[str]:
         said.append("weights trained elsewhere give wrong classes at inference")
     if _OUTPUT_APPENDED.search(text) and _MEMORY_WORD.search(text):
         said.append("model outputs appended to a list as tensors")
-    if _NAN_WORD.search(text) and _HALF_PRECISION.search(text):
+    if (_NAN_WORD.search(text) or _SCALE_AT_ZERO.search(text)) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
+    if nan_from_first_update(text):
+        said.append("NaN from the first update on")
+    if (turn := loss_turn(text)) == "climbs back":
+        said.append("loss falls, then climbs back up toward where it started")
+    elif turn == "blows up":
+        said.append("loss falls, then blows up past where it started")
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
     said.extend(per_card_memory.readings(text))
@@ -386,13 +425,21 @@ _LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0
 
 @dataclass
 class SymptomMatch:
-    """An entry whose symptom regexes matched, and how well."""
+    """An entry whose symptoms matched, and how much of the text they explain.
+
+    ``pieces`` counts its symptom regexes (claims) that matched and named a word of the
+    text no other counted claim named; ``named`` adds up the weights of the words of
+    the text its phrases spell themselves, not the words a phrase only steps over
+    (``loss.{0,40}nan`` names "loss" and "nan"), each counted once.
+    """
 
     entry: object
     matched: list[str]
     total: int
     specificity: float
     fields: dict[str, str] = field(default_factory=dict)
+    pieces: int = 0
+    named: float = 0.0
 
 
 def _compile(regex: object) -> Any:
@@ -436,13 +483,86 @@ def phrases(regex: str) -> tuple[str, ...]:
     return tuple(branches) if all(b.strip() for b in branches) else (regex,)
 
 
+# The words of a text: runs of Latin or Cyrillic letters, runs of digits, and each
+# character of the scripts written without spaces (CJK, kana, hangul) on its own.
+_TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F\u0400-\u04FF]+|\d+|[^\x00-\x7F\u00C0-\u024F\u0400-\u04FF\W]")
+# The words a phrase spells out: a regex's source without its escapes (\b, \w, \d, \.),
+# its character classes and its repeat counts ({0,40}), each read as a break between
+# words, and without its groups' brackets and the marks that make a part optional, so
+# that ``grad(?:ient)?s?`` spells "gradients".
+# A word this share of the entries spell is too common to tell them apart.
+COMMON_SHARE = 0.25
+_ESCAPE = re.compile(r"\\.|\[[^\]]*\]|\{\d*,?\d*\}")
+_GROUPING = re.compile(r"\(\?(?:[:=!]|P?<[^>]*>)|[()?*+]")
+
+
+@functools.lru_cache(maxsize=8192)
+def _spelled(branch: str) -> tuple[str, ...]:
+    """The words a phrase spells out, lower-cased ("explod" of ``explod\\w*``)."""
+    bare = _GROUPING.sub("", _ESCAPE.sub(" ", branch))
+    return tuple(sorted({word.lower() for part in bare.split("|") for word in _TOKEN.findall(part)}))
+
+
+def _naming(word: str, spelled: tuple[str, ...]) -> list[str]:
+    """The words a phrase spells that name a word of the text: the same word, or one
+    the stem of the other ("exploding" for ``explod\\w*``, "nan" for ``nans?``)."""
+    if len(word) == 1:
+        return [] if word.isascii() else [known for known in spelled if word in known]
+    return [known for known in spelled
+            if word == known or (min(len(word), len(known)) >= 3
+                                 and (word.startswith(known) or known.startswith(word)))]
+
+
+def _named_words(found: re.Match[str], branch: str,
+                 weight: dict[str, float]) -> dict[int, float]:
+    """Where, in the text, the words a hit's phrase spells out lie, each with what it
+    tells the entries apart (its ``weight``)."""
+    spelled = _spelled(branch)
+    named = {}
+    for word in _TOKEN.finditer(found.group(0)):
+        if naming := _naming(word.group(0).lower(), spelled):
+            named[found.start() + word.start()] = max(weight.get(known, 0.0) for known in naming)
+    return named
+
+
+def word_weights(spelling: Iterable[Iterable[str]]) -> dict[str, float]:
+    """How much each word the entries' phrases spell tells them apart (``spelling``: each
+    entry's phrases' words): log(N / (n * COMMON_SHARE)) for a word n of the N entries
+    spell, and nothing for a word at least a COMMON_SHARE of them spell ("is", "not",
+    "loss" in the training entries), which tells none of them apart. "BCEWithLogits",
+    in one entry's phrases, says much."""
+    sets = [set(words) for words in spelling]
+    counts: dict[str, int] = {}
+    for words in sets:
+        for word in words:
+            counts[word] = counts.get(word, 0) + 1
+    return {word: max(0.0, math.log(len(sets) * COMMON_SHARE / count))
+            for word, count in counts.items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _weights_for(vocabularies: tuple[tuple[str, ...], ...]) -> dict[str, float]:
+    return word_weights(vocabularies)
+
+
+def _vocabulary(entry: object) -> tuple[str, ...]:
+    return tuple(sorted({word for regex in symptom_regexes(entry)
+                         for branch in phrases(str(getattr(regex, "regex", regex)))
+                         for word in _spelled(branch)}))
+
+
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
-    Better means more of the entry's symptom regexes matched, then longer
-    matched text (a long specific phrase beats a bare keyword), then id.
+    Better means more pieces of evidence (phrases that each explain words of the text
+    no other phrase of the entry explained), then more words of the text named, then
+    id. Both are measured on the text, never as a share of the entry's phrases: an
+    entry that knows more ways people say a symptom can only explain more of a report,
+    so it must never rank lower for knowing them.
     """
     results: list[SymptomMatch] = []
+    entries = tuple(entries)
+    weight = _weights_for(tuple(_vocabulary(entry) for entry in entries))
     seen = bounded(text)
     # Words of another language read as the English phrases the regexes know, and the
     # readings taken from that copy, whose punctuation is ASCII.
@@ -454,15 +574,15 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
         seen = seen + "\n" + "\n".join(said)
     # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those
     # are read as words too, so a phrase about the loss finds "mask_loss" as "mask loss".
+    # The copy has the text's length, so a hit in either names the same positions.
     words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
         "_" in seen) else None
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
             continue
-        matched: list[str] = []
-        captured: dict[str, str] = {}
-        matched_chars = total = 0
+        claims: list[list[tuple[str, re.Match[str]]]] = []
+        total = 0
         for regex in regexes:
             branches = phrases(str(getattr(regex, "regex", regex)))
             total += len(branches)
@@ -474,14 +594,36 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
                     and (found := compiled.search(seen) or (
                         words and compiled.search(words))) is not None]
             if hits:
-                # One phrase of the alternation counts, the longest hit: an entry's
-                # phrases that all say the same thing in other words are one symptom.
-                branch, found = max(hits, key=lambda hit: len(hit[1].group(0)))
-                matched.append(branch)
-                matched_chars += len(found.group(0))
-                captured.update({k: v for k, v in found.groupdict().items() if v is not None})
-        if matched:
-            specificity = matched_chars / (matched_chars + 20)
-            results.append(SymptomMatch(entry, matched, total, specificity, captured))
-    results.sort(key=lambda m: (-len(m.matched), -m.specificity, str(getattr(m.entry, "id", ""))))
+                claims.append(hits)
+        if claims:
+            results.append(_evidence(entry, claims, total, weight))
+    results.sort(key=lambda m: (-m.pieces, -m.named, -m.specificity,
+                                str(getattr(m.entry, "id", ""))))
     return results
+
+
+def _evidence(entry: object, claims: list[list[tuple[str, re.Match[str]]]], total: int,
+              weight: dict[str, float]) -> SymptomMatch:
+    """What an entry's hits say. Each of its symptom regexes is one claim (its branches
+    are phrasings of it, ``docs/knowledge-format.md``) and speaks through its phrasing
+    that names the most of the text; a claim is one more piece of evidence when it names
+    a word of the text no claim before it named, and every word named counts once, by
+    its weight. More phrasings can only name more, more claims only add pieces."""
+    best = []
+    for hits in claims:
+        scored = [(branch, found, _named_words(found, branch, weight)) for branch, found in hits]
+        best.append(max(scored, key=lambda hit: (sum(hit[2].values()), len(hit[1].group(0)))))
+    best.sort(key=lambda hit: (-sum(hit[2].values()), -len(hit[1].group(0))))
+    matched: list[str] = []
+    named: dict[int, float] = {}
+    captured: dict[str, str] = {}
+    matched_chars = 0
+    for branch, found, words in best:
+        if matched and words.keys() <= named.keys():
+            continue
+        matched.append(branch)
+        named.update(words)
+        matched_chars += len(found.group(0))
+        captured.update({k: v for k, v in found.groupdict().items() if v is not None})
+    return SymptomMatch(entry, matched, total, matched_chars / (matched_chars + 20), captured,
+                        pieces=len(matched), named=round(sum(named.values()), 4))

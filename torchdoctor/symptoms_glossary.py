@@ -164,6 +164,25 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|(?:los|las|os|as)\s+mism[oa]s|\bgleich(?:e|en)?\b",
      " same "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
+    # --- when a value went wrong: before any update, or with the first one ------------
+    # ("训练一开始是正常的" says the start was fine: only "一开始(loss)就", already at the start.)
+    (r"(?:第一次|一次)更新(?:之|以)?后|更新一次(?:之|以)?后|一回(?:目の)?更新(?:の)?後|첫\s*업데이트\s*(?:후|이후)"
+     r"|после\s+(?:первого|одного)\s+(?:обновления|шага)",
+     " after the first update "),
+    (r"(?:从|打)?一开始(?:就|(?=[^，,。.;；\n]{1,12}就))|从头就|最初から|처음부터|с\s+самого\s+начала|desde el (?:principio|inicio)"
+     r"|desde o (?:começo|início)|von Anfang an",
+     " from the start "),
+    (r"第一(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|最初の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))"
+     r"|첫(?:\s*번째)?(?=\s*(?:스텝|배치|반복|step|iter|batch))",
+     " first "),
+    (r"第二(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|2\s*(?:番目|回目)の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))",
+     " second "),
+    (r"迭代|イテレーション|반복", " iteration "),
+    # --- the precision a run trains in -----------------------------------------------
+    (r"(?:自动)?混合精度|混合精度|混合精度学習|혼합\s*정밀도|смешанн\w*\s+точност\w*|precisi[óo]n mixta"
+     r"|precis[ãa]o mista|gemischte[rn]?\s+Pr[äa]zision", " mixed precision "),
+    (r"半精度|반정밀도|половинн\w*\s+точност\w*", " half precision "),
+
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
     # How many GPUs a run used: "多卡", "两块卡", "单卡", "一张卡".
     (r"多(?:张|块)?(?:卡|GPU|显卡)|(?:两|二|三|四|八)\s*(?:张|块)\s*(?:卡|GPU|显卡)", " multiple GPUs "),

@@ -1,0 +1,110 @@
+"""When a report says things went wrong, and which way its loss went.
+
+Two facts about training decide between entries that read alike in prose:
+
+- *When a NaN first appeared.* The forward pass before the first optimizer step does
+  not depend on the learning rate, and one step with finite gradients and a sane rate
+  does not overflow float32: a divergence takes several steps, each larger than the
+  last. A NaN at step 0, "from the start", "on every iteration" or "right after the
+  first ``step()``" comes from the computation (a log or division of 0, bad data),
+  not from the rate.
+- *Which way the loss turned.* Plain gradient descent at a fixed rate either settles
+  or, above the stable rate, oscillates and grows from the start. A loss that falls
+  for several steps and then climbs back up toward where it began needs a step that
+  grows by itself: gradients that are never zeroed add up, so the effective step grows
+  with every iteration. A loss that falls and then shoots far past its starting value
+  has diverged, what a rate above the stable one does.
+
+Both are read off the words and the logged numbers, in the text (or its English copy),
+never off one wording of one case.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from torchdoctor.linear_regex import bounded
+
+# Letters, not \b: "变成nan" has no word boundary between the ideograph and the "n".
+_NAN = re.compile(r"(?<![A-Za-z])nans?(?![A-Za-z])", re.IGNORECASE)
+# Said of the moment a NaN appeared: before any update, or with the first one.
+_EARLY = re.compile(
+    r"\b(?:at|on|in|from|by)\s+(?:the\s+)?(?:step|iter(?:ation)?|batch|update)\s*#?\s*[01]\b"
+    r"|\b(?:very\s+)?first\s+(?:(?:training|optimi[sz]er|gradient)\s+)?"
+    r"(?:step|iteration|iter|batch|mini-?batch|forward(?:\s+pass)?|backward|update)\b"
+    r"|\bfirst\s+`?(?:\w+\.)?step\(\)"
+    r"|\bsecond\s+(?:step|iteration|iter|batch|mini-?batch|update)\b"
+    r"|\b(?:one|a single)\s+(?:update|optimi[sz]er step)\b"
+    r"|\bfrom\s+the\s+(?:very\s+)?(?:start|beginning|outset)\b|\bright\s+away\b|\bimmediately\b"
+    r"|\bstraight\s+away\b|\bbefore\s+(?:any|the\s+first)\s+(?:update|step|training)\b"
+    r"|\b(?:every|each)\s+(?:single\s+)?(?:step|iteration|iter|batch)\b|\binitial\s+loss\b",
+    re.IGNORECASE)
+# A sentence, or a line of a log: what a NaN and a moment said together belong to.
+_CLAUSE = re.compile(r"[^.!?;\n]+(?:\.\d[^.!?;\n]*)*")
+# A log line's counter: "iter 1 || Loss: nan", "step 0: loss nan".
+_COUNTER = re.compile(r"\b(?:step|iter(?:ation)?|batch)\s*#?\s*[:=]?\s*(\d{1,9})\b", re.IGNORECASE)
+
+# A training loss a log or a sentence gives ("Loss error: 0.82", "loss = 2.3"); not a
+# validation or test loss, whose fall and rise is overfitting.
+_TRAIN_LOSS = re.compile(
+    r"(?<![\w-])(?:(?:train(?:ing)?[ _])?loss(?:es)?)\b(?P<label>[^\d\n]{0,20}?)"
+    r"(?<![\d.])(?P<value>\d{1,9}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\d.])",
+    re.IGNORECASE)
+_HELD_OUT = re.compile(r"\b(?:val\w*|valid\w*|test\w*|eval\w*|dev)[ _]*$", re.IGNORECASE)
+# Steps of falling before the lowest point, and of climbing after it.
+_FALLING_STEPS = 2
+_CLIMBING_STEPS = 3
+# How far the first and the last loss must lie above the lowest one: a fall and a climb,
+# not noise around a plateau.
+_FELL = 1.5
+_CLIMB = 3.0
+# A climb "back toward the start" reaches at least this share of the first loss.
+_BACK_TOWARD = 0.25
+
+
+def nan_from_first_update(text: str) -> bool:
+    """Whether a report places its NaN before any update or at the first one."""
+    text = bounded(text)
+    for clause in _CLAUSE.finditer(text):
+        if _NAN.search(clause.group(0)) and _EARLY.search(clause.group(0)):
+            return True
+    first = next((int(counter.group(1)) for line in text.splitlines()
+                  if _NAN.search(line) and (counter := _COUNTER.search(line))), None)
+    return first is not None and first <= 1
+
+
+def training_losses(text: str) -> list[float]:
+    """Every training loss a text logs, in order (a validation loss left out)."""
+    values = []
+    for found in _TRAIN_LOSS.finditer(bounded(text)):
+        before = text[max(0, found.start() - 12):found.start()]
+        if _HELD_OUT.search(before):
+            continue
+        try:
+            values.append(float(found.group("value")))
+        except ValueError:
+            continue
+    return values
+
+
+def loss_turn(text: str) -> str | None:
+    """How a logged training loss turned after falling: ``"climbs back"`` when it
+    rose again for several steps to a good part of where it began but not past it,
+    ``"blows up"`` when it rose past that; ``None`` otherwise."""
+    losses = training_losses(text)
+    if len(losses) < _FALLING_STEPS + _CLIMBING_STEPS + 1:
+        return None
+    lowest = min(range(len(losses)), key=losses.__getitem__)
+    before, after = losses[:lowest + 1], losses[lowest:]
+    if lowest < _FALLING_STEPS or len(after) <= _CLIMBING_STEPS or losses[lowest] <= 0:
+        return None
+    rises = sum(b > a for a, b in itertools.pairwise(after))
+    if (rises < _CLIMBING_STEPS or before[0] < _FELL * losses[lowest]
+            or after[-1] < _CLIMB * losses[lowest]):
+        return None
+    if after[-1] > before[0]:
+        return "blows up"
+    # Summed gradients overshoot at the scale the loss started from; a rise that stays
+    # orders of magnitude below it (Adam near an exact minimum) is another story.
+    return "climbs back" if after[-1] >= _BACK_TOWARD * before[0] else None
