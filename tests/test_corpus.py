@@ -23,26 +23,29 @@ from torchdoctor.knowledge import load_knowledge
 ROOT = Path(__file__).resolve().parents[1]
 
 # Shares of all cases (0..1); see corpus_cases.figures for how a case counts.
-FLOOR_TOP1_CATEGORY = 0.96
-FLOOR_TOP1_ENTRY = 0.95
-FLOOR_TOP3_ENTRY = 0.95
+FLOOR_TOP1_CATEGORY = 0.97
+FLOOR_TOP1_ENTRY = 0.96
+FLOOR_TOP3_ENTRY = 0.97
 # "Nothing matched" is only for pastes with no error and no symptom in them; an
 # unrecognised one gets similar entries instead. What a person is shown first (the
 # three recognised entries, or the three similar ones) holds the expected entry at
 # least this often. (A share of all cases: the unrecognised ones have become the few
 # hardest pastes, so a share of those alone no longer says how often help is shown.)
 CEILING_NOTHING_MATCHED = 0.01
-FLOOR_SHOWN_IN_FIRST_THREE = 0.96
-MIN_CASES = 1415
+FLOOR_SHOWN_IN_FIRST_THREE = 0.97
+MIN_CASES = 1681
 # A top match scoring at least match.CONFIDENT is worded "probably": it must be right
 # this often, for at least this share of all cases.
 FLOOR_CONFIDENT_PRECISION = 0.95
-FLOOR_CONFIDENT_COVERAGE = 0.50
+# Coverage is counted over pastes that hold an error message: a prose-only symptom is
+# never worded "probably" (a description alone does not prove a cause), so over all
+# pastes the figure would fall whenever the corpus gains prose, whatever the matcher does.
+FLOOR_CONFIDENT_COVERAGE_OF_ERRORS = 0.66
 # The held-out pastes of tests/corpus_unseen/ (none of them was looked at while the
 # patterns were written): fewer cases, so a floor two points under the figure. The
 # set was renewed (see its README), so these are the new set's floors, not the old one's.
-FLOOR_UNSEEN_TOP1_CATEGORY = 0.53
-FLOOR_UNSEEN_TOP1_ENTRY = 0.49
+FLOOR_UNSEEN_TOP1_CATEGORY = 0.58
+FLOOR_UNSEEN_TOP1_ENTRY = 0.53
 MIN_UNSEEN_CASES = 68
 
 _SCORE = """
@@ -55,6 +58,7 @@ kb = load_knowledge(include_user=False, use_cache=False, report=False)
 outcomes = score(load_cases(kb), kb)
 result = figures(outcomes)
 result['confident'] = calibration(outcomes, CONFIDENT)
+result['confident_errors'] = calibration([o for o in outcomes if not o.case.prose_only], CONFIDENT)
 result['unseen'] = figures(score(load_cases(kb, UNSEEN_DIR), kb))
 result['torch_imported'] = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))
 print(json.dumps(result))
@@ -149,7 +153,7 @@ def test_diagnose_on_held_out_pastes_stays_at_or_above_its_floors(scored):
 @pytest.mark.slow
 def test_a_match_above_the_confident_score_is_right_at_least_95_percent_of_the_time(scored):
     assert scored["confident"]["precision"] >= FLOOR_CONFIDENT_PRECISION
-    assert scored["confident"]["coverage"] >= FLOOR_CONFIDENT_COVERAGE
+    assert scored["confident_errors"]["coverage"] >= FLOOR_CONFIDENT_COVERAGE_OF_ERRORS
 
 
 def _write_case(root: Path, text: str) -> None:

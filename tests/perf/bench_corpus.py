@@ -79,6 +79,9 @@ def calibration_table(outcomes: list[Outcome]) -> None:
     confident = calibration(outcomes, CONFIDENT)
     print(f"  CONFIDENT = {CONFIDENT}: precision {confident['precision'] * 100:.1f}% "
           f"over {confident['count']} cases, coverage {confident['coverage'] * 100:.1f}%")
+    errors = calibration([o for o in outcomes if not o.case.prose_only], CONFIDENT)
+    print(f"  coverage of the pastes that hold an error message (prose alone is never "
+          f"confident): {errors['coverage'] * 100:.1f}%")
 
 
 def main() -> int:
