@@ -294,3 +294,13 @@ def test_a_device_side_assert_beside_a_head_narrower_than_the_classes_is_the_los
              'triggered". There are 120 dog breed classes and my classifier is '
              "nn.Linear(in_features, 119).")
     assert diagnose(paste, KB).matches[0].entry.id == "index.nll_target_assert"
+
+
+@pytest.mark.parametrize("text", [
+    "after 20 epochs the loss suddenly becomes nan, lr=0.1",
+    "the loss goes to inf with a learning rate of 0.5",
+    "loss keeps falling but accuracy stays 0.1",
+])
+def test_a_number_labelled_by_another_name_is_not_the_loss(text):
+    """A NaN loss has no value; the number after it belongs to the rate or the accuracy."""
+    assert "loss" not in extract_numbers(text)

@@ -38,11 +38,11 @@ from torchdoctor.trajectory import loss_turn, nan_from_first_update
 # re is kept here for the lookaheads; the text is capped (see extract_numbers).
 _NUMBER = r"(?<![\d.])(-?\d{1,18}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)"
 _COUNT = r"\b(\d{1,9})"
-# Between a word and its number: no digits, and no "after"/"for" or counter word
-# that would hand the number to something else ("loss is NaN after 300 steps",
-# "loss is nan at step 0").
-_GAP = (r"(?:(?!\b(?:after|for|every|within|by|steps?|epochs?|iter|iterations?|batch)\b)"
-        r"[^0-9\n;]){0,30}?")
+# Between a word and its number: no digits, and no "after"/"for", counter word or other
+# label that would hand the number to something else ("loss is NaN after 300 steps",
+# "loss is nan at step 0", "the loss becomes nan, lr=0.1": that loss is NaN, 0.1 the rate).
+_GAP = (r"(?:(?!\b(?:after|for|every|within|by|steps?|epochs?|iter|iterations?|batch|nan|inf"
+        r"|lr|learning[ _]rate|acc|accuracy)\b)[^0-9\n;]){0,30}?")
 # What follows a number on its own line says nothing about it ("loss = 2.30\nepoch 1").
 _NOT_A_COUNT = r"(?!\.?\d|[ \t]*(?:steps?|iter|iterations?|epochs?|batch|classes|workers|%))"
 
