@@ -194,3 +194,25 @@ def test_mixed_precision_named_in_another_language_or_a_class_name_is_read():
     assert "NaN under mixed precision" in _said("训练到中途 loss 突然变成 NaN，用的是自动混合精度。")
     assert "NaN under mixed precision" in readings("The loss goes NaN with AmpOptimWrapper.")
     assert "NaN under mixed precision" not in readings("The loss goes NaN on my Ampere card.")
+
+
+@pytest.mark.parametrize("text", LATE)
+def test_a_nan_after_training_ran_for_a_while_is_read_as_such(text):
+    assert "non-finite loss after training ran a while" in _said(text)
+
+
+@pytest.mark.parametrize("text", EARLY)
+def test_a_nan_at_the_first_update_is_not_read_as_after_training_ran(text):
+    assert "non-finite loss after training ran a while" not in _said(text)
+
+
+@pytest.mark.parametrize("text", [
+    "The loss becomes NaN after epoch 200.",
+    "FloatingPointError: loss became inf at step 4",
+    "after one epoch the loss turns into nan",
+])
+def test_a_nan_after_training_ran_keeps_divergence_as_the_next_entry(text):
+    """Nothing said of the rate: the NaN entry leads (its first cause is the rate) and
+    divergence follows it, for the harness's nonfinite_steps to decide between them."""
+    entries = [m.entry.id for m in diagnose(text, KB).matches[:2]]
+    assert entries == ["numerics.nan_loss", "training.lr_too_high"]

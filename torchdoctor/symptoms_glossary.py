@@ -178,6 +178,11 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"第二(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|2\s*(?:番目|回目)の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))",
      " second "),
     (r"迭代|イテレーション|반복", " iteration "),
+    # Later, once training ran a while: "后来 loss 变成 nan", "しばらくすると", "через некоторое время".
+    (r"后来|(?:过了)?一段时间(?:之|以)?后|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
+     r"|나중에|얼마\s*후|через\s+(?:некоторое\s+время|несколько\s+эпох)|despu[ée]s\s+de\s+(?:un\s+tiempo|varias\s+[ée]pocas)"
+     r"|depois\s+de\s+(?:um\s+tempo|algumas\s+[ée]pocas)|nach\s+(?:einer\s+Weile|einigen\s+Epochen)",
+     " later "),
     # --- the precision a run trains in -----------------------------------------------
     (r"(?:自动)?混合精度|混合精度|混合精度学習|혼합\s*정밀도|смешанн\w*\s+точност\w*|precisi[óo]n mixta"
      r"|precis[ãa]o mista|gemischte[rn]?\s+Pr[äa]zision", " mixed precision "),

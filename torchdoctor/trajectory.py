@@ -74,6 +74,41 @@ def nan_from_first_update(text: str) -> bool:
     return first is not None and first <= 1
 
 
+# A NaN or an infinite loss said of a later moment: "after 3 epochs", "at step 4",
+# "in the second epoch", "iteration 1200".
+_NONFINITE = re.compile(r"(?<![A-Za-z])(?:nans?|inf|infinity)(?![A-Za-z])", re.IGNORECASE)
+_LATER = re.compile(
+    r"\b(?:after|at|in|around|by|from)\s+(?:about\s+|roughly\s+|some\s+|a\s+few\s+|several\s+)?"
+    r"(?:(?:the\s+)?(?:step|iter(?:ation)?|epoch|batch)\s*#?\s*\d{1,9}|\d[\d,.]*k?\s+"
+    r"(?:steps|iter(?:ation)?s|epochs|batches)|(?:the\s+)?(?:second|third|\d+(?:st|nd|rd|th))\s+"
+    r"(?:epoch|step|iteration))\b"
+    r"|\b(?:after|in|within)\s+(?:one|two|three|four|five|six|seven|eight|nine|ten|a\s+couple\s+of)\s+"
+    r"(?:epochs?|steps?|iterations?)\b"
+    r"|\bafter\s+(?:the\s+)?(?:first|1st)\s+epoch\b|\b(?:later|eventually|afterwards)\b"
+    r"|\b(?:after|for)\s+(?:a\s+(?:while|few\s+(?:epochs|steps|iterations))|some\s+(?:time|epochs|steps|iterations)"
+    r"|several\s+(?:epochs|steps|iterations))\b|\bsuddenly\b",
+    re.IGNORECASE)
+
+
+def nonfinite_after_training_ran(text: str) -> bool:
+    """Whether a report places its NaN or infinite loss after training ran a while.
+
+    Then a rate that grew the updates step by step is as live a cause as a log or a
+    division of zero, and only a run of the training steps (the harness) tells them
+    apart; placed at the first update, it is the computation's (``nan_from_first_update``).
+    """
+    text = bounded(text)
+    if nan_from_first_update(text):
+        return False
+    for clause in _CLAUSE.finditer(text):
+        if _NONFINITE.search(clause.group(0)) and _LATER.search(clause.group(0)):
+            return True
+    # A log's counter on its first non-finite line: "step 200 loss nan".
+    first = next((int(counter.group(1)) for line in text.splitlines()
+                  if _NONFINITE.search(line) and (counter := _COUNTER.search(line))), None)
+    return first is not None and first > 1
+
+
 def training_losses(text: str) -> list[float]:
     """Every training loss a text logs, in order (a validation loss left out)."""
     values = []
