@@ -358,11 +358,11 @@ OLD_CAT = ("RuntimeError: invalid argument 0: Sizes of tensors must match except
      "shape.stack_sizes"),
     ('  File "batch.py", line 12, in embed\n    feats = torch.cat(per_face)\n',
      "shape.cat_sizes"),
-    ('  File "train.py", line 40, in main\n    for images, labels in loader:\n'
+    (('  File "train.py", line 40, in main\n    for images, labels in loader:\n'
      '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 138, in'
      ' _worker_loop\n    samples = collate_fn([dataset[i] for i in batch_indices])\n'
      '  File "/usr/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 209, in'
-     ' default_collate\n    return torch.stack(batch, 0, out=out)\n',
+     ' default_collate\n    return torch.stack(batch, 0, out=out)\n'),
      "dataloader.collate_stack_size"),
 ])
 def test_old_torchs_cat_message_is_told_apart_by_the_op_that_raised_it(frames, first):
@@ -625,8 +625,8 @@ def test_a_pattern_bound_to_a_product_counts_only_when_a_product_raised_it():
 
 def test_older_wordings_compare_with_each_shape_as_one_value():
     conv = entry("shape.conv_rank", patterns=[(None, r"never matches this")], messages=[
-        "Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "
-        "input of size [3, 448, 448] instead"])
+        ("Expected 4-dimensional input for 4-dimensional weight 64 3 7 7, but got 3-dimensional "
+        "input of size [3, 448, 448] instead")])
     paste = ("RuntimeError: Expected 4-dimensional input for 4-dimensional weight [32, 1, 5, 5],"
              " but got 2-dimensional input of size [28, 28] instead\n")
     [match] = diagnose(paste, kb(conv)).matches
@@ -635,8 +635,8 @@ def test_older_wordings_compare_with_each_shape_as_one_value():
 
 def test_a_message_cut_short_names_an_older_wording_only_when_it_holds_a_phrase_of_it():
     assert_ = entry("index.device_assert", patterns=[(None, r"never matches this")], messages=[
-        "cuda runtime error (59) : device-side assert triggered at /pytorch/aten/src/THC/"
-        "generic/THCTensorMath.cu:26"])
+        ("cuda runtime error (59) : device-side assert triggered at /pytorch/aten/src/THC/"
+        "generic/THCTensorMath.cu:26")])
     oom = entry("memory.cuda_oom", patterns=[(None, r"never matches this")], messages=[
         "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/generic/THCStorage.cu:58"])
     entries = kb(assert_, oom)
@@ -766,30 +766,30 @@ def test_a_known_warning_beside_an_unrecognised_error_is_a_lead_not_a_certainty(
 DESERIALIZE_GONE = entry("device.no_gpu_checkpoint", patterns=[("RuntimeError", (
     r"Attempting to deserialize object on a CUDA device but torch\.cuda\.is_available\(\) "
     r"is False"))], messages=[
-    "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+    ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
     "If you are running on a CPU-only machine, please use torch.load with map_location="
-    "torch.device('cpu') to map your storages to the CPU."])
+    "torch.device('cpu') to map your storages to the CPU.")])
 DESERIALIZE_INDEX = Entry(
     id="device.checkpoint_index", title="t", category="device",
     patterns=[Pattern(type="RuntimeError", regex=(
         r"Attempting to deserialize object on CUDA device (?P<device_index>\d+) but "
         r"torch\.cuda\.device_count\(\) is (?P<device_count>\d+)"), unless=r"count\(\) is 0\b")],
-    messages=["Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() "
+    messages=[("Attempting to deserialize object on CUDA device 1 but torch.cuda.device_count() "
               "is 1. Please use torch.load with map_location to map your storages to an "
-              "existing device."],
+              "existing device.")],
     hypotheses=[Hypothesis(id="h", statement="s")])
 
 
 @pytest.mark.parametrize("paste, expected", [
     # a space lost between two words
-    ("RuntimeError: Attempting todeserialize object on a CUDA device but "
-     "torch.cuda.is_available() is False.\n", "device.no_gpu_checkpoint"),
+    (("RuntimeError: Attempting todeserialize object on a CUDA device but "
+     "torch.cuda.is_available() is False.\n"), "device.no_gpu_checkpoint"),
     # the opening word retold, the numbers of this run kept
-    ("loading fails with RuntimeError: Trying to deserialize object on CUDA device 2 but "
-     "torch.cuda.device_count() is 2\n", "device.checkpoint_index"),
+    (("loading fails with RuntimeError: Trying to deserialize object on CUDA device 2 but "
+     "torch.cuda.device_count() is 2\n"), "device.checkpoint_index"),
     # letters in the wrong case and a word split in two
-    ("RuntimeError: attempting to deserialize object on a cuda device but "
-     "torch.cuda.is_ available() is false\n", "device.no_gpu_checkpoint"),
+    (("RuntimeError: attempting to deserialize object on a cuda device but "
+     "torch.cuda.is_ available() is false\n"), "device.no_gpu_checkpoint"),
 ])
 def test_a_retyped_message_is_recognised_through_the_stored_wording_it_follows(paste, expected):
     [match] = diagnose(paste, kb(DESERIALIZE_GONE, DESERIALIZE_INDEX)).matches
@@ -817,8 +817,8 @@ def test_the_folders_of_a_path_do_not_make_an_unrecognised_paste_resemble_an_ent
     from torchdoctor.similar import query_text, tokens
 
     installed = entry("device.library_missing", patterns=[(None, r"never matches this")],
-                      messages=["libcudnn.so.8: cannot open shared object file in "
-                                "/home/u/anaconda3/lib/python3.8/site-packages/torch/lib"])
+                      messages=[("libcudnn.so.8: cannot open shared object file in "
+                                "/home/u/anaconda3/lib/python3.8/site-packages/torch/lib")])
     conv = entry("device.conv_weight", patterns=[(None, r"never matches this either")],
                  messages=["conv forward got its input on another device than its weight"])
     paste = ("Traceback (most recent call last):\n"

@@ -471,8 +471,8 @@ def test_a_message_retyped_with_full_width_punctuation_reads_as_torch_printed_it
              "but torch。cuda.device_count（） is 1” 怎么办")
     parsed = parse_traceback(paste)
     assert (parsed.type, parsed.message) == (
-        "RuntimeError", "Attempting to deserialize object on CUDA device 1 but "
-                        "torch.cuda.device_count() is 1")
+        "RuntimeError", ("Attempting to deserialize object on CUDA device 1 but "
+                        "torch.cuda.device_count() is 1"))
 
 
 def test_a_warning_printed_above_a_cut_traceback_is_not_taken_for_its_error(kb):
@@ -538,11 +538,11 @@ def test_a_cut_worker_re_raise_keeps_its_type_and_frames_but_invents_no_message(
 
 
 @pytest.mark.parametrize(("paste", "entry"), [
-    ("My segmentation run dies after a few epochs with RuntimeError: CUDA error: device-side "
+    (("My segmentation run dies after a few epochs with RuntimeError: CUDA error: device-side "
      "assert triggered, and the kernel says its check \"input_val >= zero && input_val <= one\" "
-     "did not hold while computing the BCE loss.\n", "numerics.bce_input_range"),
-    ("Классификатор падает: RuntimeError: CUDA error: device-side assert triggered. "
-     "В логе ядра условие `t >= 0 && t < n_classes` не выполнено.\n", "index.nll_target_assert"),
+     "did not hold while computing the BCE loss.\n"), "numerics.bce_input_range"),
+    (("Классификатор падает: RuntimeError: CUDA error: device-side assert triggered. "
+     "В логе ядра условие `t >= 0 && t < n_classes` не выполнено.\n"), "index.nll_target_assert"),
 ])
 def test_a_kernel_condition_retold_in_the_prose_names_the_cause_of_a_device_assert(
         kb, paste, entry):
@@ -663,8 +663,8 @@ def test_an_error_whose_message_the_paste_lost_is_read_from_what_the_prose_says(
 @pytest.mark.parametrize("paste", [
     "RuntimeError: CUDA out of memory.\n",
     "torch.cuda.OutOfMemoryError: CUDA out of memory\n",
-    'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
-    "    loss.backward()\nRuntimeError: CUDA out of memory.\n",
+    ('Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+    "    loss.backward()\nRuntimeError: CUDA out of memory.\n"),
 ])
 def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
     """People often paste only the first sentence of the OOM message; the
@@ -674,8 +674,8 @@ def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
 
 @pytest.mark.parametrize(("translated", "entry"), [
     # renderings as Chinese pages print them, values as torch printed them
-    ("RuntimeError: 大小不匹配,m1: [8 x 2048], m2: [512 x 10] at /pytorch/aten/src/TH/generic/"
-     "THTensorMath.cpp:961", "shape.linear_in_features"),
+    (("RuntimeError: 大小不匹配,m1: [8 x 2048], m2: [512 x 10] at /pytorch/aten/src/TH/generic/"
+     "THTensorMath.cpp:961"), "shape.linear_in_features"),
     ("RuntimeError: 无效参数0: 张量的大小必须匹配,除了维度0。在维度2中得到17和21",
      "shape.cat_sizes"),
     ("RuntimeError: 张量a的大小(5)必须与张量b的大小(3)在非单例维度1上匹配",
@@ -683,8 +683,8 @@ def test_an_out_of_memory_head_cut_before_its_figures(paste, kb):
     ("RuntimeError: 期望所有张量都在同一设备上,但发现至少两个设备,cuda:1和cpu",
      "device.mixed_devices"),
     ("RuntimeError: 期望cuda类型对象但得到cpu类型", "device.mixed_devices"),
-    ("RuntimeError: 给定groups=1,权重大小为[64, 3, 7, 7],期望输入[8, 1, 224, 224]有3个通道,"
-     "但得到1个通道", "shape.conv_channels"),
+    (("RuntimeError: 给定groups=1,权重大小为[64, 3, 7, 7],期望输入[8, 1, 224, 224]有3个通道,"
+     "但得到1个通道"), "shape.conv_channels"),
     ("RuntimeError: 给定groups=1，权重尺寸为32 1 3 3，期望输入[4, 3, 64, 64]有1个通道，但实际只有3个通道",
      "shape.conv_channels"),
 ])
@@ -858,10 +858,10 @@ def test_a_notebooks_frame_files_linked_to_themselves_read_as_the_traceback_prin
 
 @pytest.mark.parametrize("message", [
     "output with shape [1, 28, 28] doesn't match the broadcast shape [3, 28, 28]",
-    "stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and "
-    "[3, 200, 224] at entry 1",
-    "Sizes of tensors must match except in dimension 1. Expected size 32 but got size 31 for "
-    "tensor number 1 in the list.",
+    ("stack expects each tensor to be equal size, but got [3, 224, 224] at entry 0 and "
+    "[3, 200, 224] at entry 1"),
+    ("Sizes of tensors must match except in dimension 1. Expected size 32 but got size 31 for "
+    "tensor number 1 in the list."),
 ])
 def test_todays_shape_wordings_quoted_alone_are_error_lines(message):
     parsed = parse_traceback(f"The first batch fails with `{message}` - why?\n")
@@ -874,8 +874,8 @@ def test_a_cpp_class_declared_with_an_exceptions_name_is_no_error_line():
 
 @pytest.mark.parametrize(("written", "kind"), [
     ("Runtime Error : Index tensor must have same dimensions as input tensor", "RuntimeError"),
-    ("I keep getting Type Error: can't convert cuda:0 device type tensor to numpy. Use "
-     "Tensor.cpu() to copy the tensor to host memory first.", "TypeError"),
+    (("I keep getting Type Error: can't convert cuda:0 device type tensor to numpy. Use "
+     "Tensor.cpu() to copy the tensor to host memory first."), "TypeError"),
 ])
 def test_a_builtin_exception_retyped_as_two_words_is_its_type(written, kind):
     parsed = parse_traceback(written + "\n")
@@ -911,11 +911,11 @@ def test_a_tracebacks_star_arguments_are_no_italics():
 
 
 @pytest.mark.parametrize(("paste", "entry"), [
-    ("Fine-tuning stops in a CUDA assertion from indexSelectLargeIndex "
-     "(`srcIndex < srcSelectDimSize` failed) right after I added a pad token.\n",
+    (("Fine-tuning stops in a CUDA assertion from indexSelectLargeIndex "
+     "(`srcIndex < srcSelectDimSize` failed) right after I added a pad token.\n"),
      "index.embedding_out_of_range"),
-    ("The classifier aborts with a kernel assertion; its log line says "
-     "'t >= 0 && t < n_classes' failed on the second batch.\n", "index.nll_target_assert"),
+    (("The classifier aborts with a kernel assertion; its log line says "
+     "'t >= 0 && t < n_classes' failed on the second batch.\n"), "index.nll_target_assert"),
 ])
 def test_a_kernel_condition_retold_beside_the_word_assertion_names_its_cause(kb, paste, entry):
     # No "device-side assert triggered" line was pasted: the person's "assertion" says
@@ -943,17 +943,17 @@ def test_every_wrapper_of_cudas_assert_status_is_the_device_side_assert(kb, repo
 
 @pytest.mark.parametrize("message", [
     # torch 1.0 - 1.4, a torch.cat of a CUDA and a CPU tensor
-    "Expected object of backend CUDA but got backend CPU for sequence element 1 in sequence "
-    "argument at position #1 'tensors'",
+    ("Expected object of backend CUDA but got backend CPU for sequence element 1 in sequence "
+    "argument at position #1 'tensors'"),
     # torch 1.5 - 1.8, torch.cat on CUDA
     "All input tensors must be on the same device. Received cpu and cuda:1",
     # torch 0.4, one side a torch.cuda type
-    "Expected a Tensor of type torch.cuda.FloatTensor but found a type torch.FloatTensor for "
-    "sequence element 1 in sequence argument at position #1 'tensors'",
+    ("Expected a Tensor of type torch.cuda.FloatTensor but found a type torch.FloatTensor for "
+    "sequence element 1 in sequence argument at position #1 'tensors'"),
     # THCUNN and THC, torch <= 0.4
-    "Assertion `THCTensor_(checkGPU)(state, 4, input, target, output, total_weight)' failed. "
+    ("Assertion `THCTensor_(checkGPU)(state, 4, input, target, output, total_weight)' failed. "
     "Some of weight/gradient/input tensors are located on different GPUs. Please move them to "
-    "a single one. at /pytorch/torch/lib/THCUNN/generic/ClassNLLCriterion.cu:27",
+    "a single one. at /pytorch/torch/lib/THCUNN/generic/ClassNLLCriterion.cu:27"),
     "tensors are on different GPUs",
 ])
 def test_a_join_or_a_layer_across_devices_in_each_releases_wording(kb, message):
@@ -976,11 +976,11 @@ def test_a_convolutions_weight_printed_without_brackets_by_torch_1_1(kb):
 
 
 @pytest.mark.parametrize("paste", [
-    "RuntimeError: Setting requires_grad=True on inference tensor outside InferenceMode is not "
-    "allowed.\n",
+    ("RuntimeError: Setting requires_grad=True on inference tensor outside InferenceMode is not "
+    "allowed.\n"),
     # retyped from a screenshot: "can't" for "cannot", no space after the full stop
-    "RuntimeError:Inference tensors can't be saved for backward.To work around you can make a "
-    "clone to get a normal tensor and use it in autograd\n",
+    ("RuntimeError:Inference tensors can't be saved for backward.To work around you can make a "
+    "clone to get a normal tensor and use it in autograd\n"),
 ])
 def test_inference_tensors_in_each_wording(kb, paste):
     assert top(paste, kb) == "autograd.inference_tensor"
@@ -1010,10 +1010,10 @@ def test_a_sentence_that_names_the_script_is_the_persons_own_words(kb):
 
 
 @pytest.mark.parametrize("paste", [
-    "With torch.compile(mode=\"max-autotune\") the build of my model dies inside Triton on a "
-    "small matmul; only max-autotune fails, the default mode is fine.\n",
-    "backend=\"eager\" works, but the inductor backend errors out while compiling the "
-    "attention block.\n",
+    ("With torch.compile(mode=\"max-autotune\") the build of my model dies inside Triton on a "
+    "small matmul; only max-autotune fails, the default mode is fine.\n"),
+    ("backend=\"eager\" works, but the inductor backend errors out while compiling the "
+    "attention block.\n"),
 ])
 def test_compiling_that_fails_inside_the_backend_told_in_words(kb, paste):
     assert top(paste, kb) == "compile.backend_failed"

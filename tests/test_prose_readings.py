@@ -170,8 +170,8 @@ DESCRIPTIONS = [
     ("Сеть на CIFAR-100 не обучается: точность 1% на каждой эпохе.", "training.loss_constant"),
     # "decreases very little" is a slow loss; "goes down a little and then hovers" is not
     ("The loss decreases very little from one epoch to the next.", "training.lr_too_low"),
-    ("the loss goes down a little and then just hovers around 0.69:\nloss: 0.700079\n"
-     "loss: 0.716837\nloss: 0.694084\nloss: 0.70559\n", "training.loss_constant"),
+    (("the loss goes down a little and then just hovers around 0.69:\nloss: 0.700079\n"
+     "loss: 0.716837\nloss: 0.694084\nloss: 0.70559\n"), "training.loss_constant"),
     ("エポックを重ねてもロスが全く下がりません", "training.loss_constant"),
     ("학습을 30 에폭 돌려도 손실이 줄지 않아요", "training.loss_constant"),
     ("Лосс не падает уже 20 эпох", "training.loss_constant"),
@@ -185,32 +185,32 @@ DESCRIPTIONS = [
     ("With lr 0.1 the loss becomes nan; with 0.001 it trains fine.", "training.lr_too_high"),
     ("The loss explodes after a few epochs; lowering the learning rate fixed it.",
      "training.lr_too_high"),
-    ("Loss turns NaN after 30 epochs.\n- fine with autocast disabled\n- a bigger lr makes it "
-     "come earlier", "numerics.nan_loss"),
+    (("Loss turns NaN after 30 epochs.\n- fine with autocast disabled\n- a bigger lr makes it "
+     "come earlier"), "numerics.nan_loss"),
     # cudnn.benchmark: what the person complains about decides, not the setting named
-    ("Same seed, but every run gives different accuracy. We set "
-     "torch.backends.cudnn.benchmark = True at the top of train.py.", "other.nondeterminism"),
+    (("Same seed, but every run gives different accuracy. We set "
+     "torch.backends.cudnn.benchmark = True at the top of train.py."), "other.nondeterminism"),
     ("Setting torch.backends.cudnn.benchmark = False to True cut an epoch from 9 to 6 minutes.",
      "training.cudnn_benchmark_off"),
     ("With cudnn.benchmark = True and images of varying sizes every step is slow.",
      "training.cudnn_benchmark_varying_shapes"),
-    ("We set cudnn benchmark to False by default: benchmark mode kept re-running whenever the "
-     "input sizes varied.", "training.cudnn_benchmark_varying_shapes"),
+    (("We set cudnn benchmark to False by default: benchmark mode kept re-running whenever the "
+     "input sizes varied."), "training.cudnn_benchmark_varying_shapes"),
     # a setting named beside a complaint about runs is no speed question
-    ("Seeds fixed, cudnn.deterministic = True and cudnn.benchmark = False, and still the two "
-     "runs differ after one epoch.", "other.nondeterminism"),
-    ("All seeds fixed, torch.backends.cudnn.benchmark = True; each training run gives a "
-     "different result.", "other.nondeterminism"),
+    (("Seeds fixed, cudnn.deterministic = True and cudnn.benchmark = False, and still the two "
+     "runs differ after one epoch."), "other.nondeterminism"),
+    (("All seeds fixed, torch.backends.cudnn.benchmark = True; each training run gives a "
+     "different result."), "other.nondeterminism"),
     ("Why do the configs set cudnn_benchmark = True for this detector only?",
      "training.cudnn_benchmark_varying_shapes"),
-    ("Outputs change from run to run on the same image: the model is never put in eval mode, "
-     "so dropout stays on.", "training.eval_mode_left_on"),
-    ("validate() calls model.eval() and then model.train() again before the batches, so the "
-     "scores are computed in training mode.", "training.eval_mode_left_on"),
-    ("Memory goes up after the first evaluation pass, which runs the model on volatile "
-     "Variables, and stays up.", "autograd.volatile_removed"),
-    ("With torch 2.1 the validation accuracy is 2% lower than with torch 1.13, same seed and "
-     "data.", "other.nondeterminism"),
+    (("Outputs change from run to run on the same image: the model is never put in eval mode, "
+     "so dropout stays on."), "training.eval_mode_left_on"),
+    (("validate() calls model.eval() and then model.train() again before the batches, so the "
+     "scores are computed in training mode."), "training.eval_mode_left_on"),
+    (("Memory goes up after the first evaluation pass, which runs the model on volatile "
+     "Variables, and stays up."), "autograd.volatile_removed"),
+    (("With torch 2.1 the validation accuracy is 2% lower than with torch 1.13, same seed and "
+     "data."), "other.nondeterminism"),
     ("PyTorch 1.3 training is much slower than PyTorch 1.0 with the same code",
      "training.cudnn_benchmark_off"),
     # memory
@@ -242,12 +242,12 @@ DESCRIPTIONS = [
     ("Every few hours the training just stalls; since I lowered num_workers it happens less.",
      "dataloader.hang"),
     # the loader told in words
-    ("Appending every batch from the loader to a list, the job runs out of file descriptors "
-     "after a while.", "dataloader.too_many_open_files"),
+    (("Appending every batch from the loader to a list, the job runs out of file descriptors "
+     "after a while."), "dataloader.too_many_open_files"),
     ("The Keras version of this CNN takes 40 s per epoch, mine in PyTorch 3 minutes.",
      "dataloader.input_bottleneck"),
-    ("RAM goes up with the number of workers: each worker seems to keep its own copy of my "
-     "2 GB array.", "dataloader.shared_memory_accounting"),
+    (("RAM goes up with the number of workers: each worker seems to keep its own copy of my "
+     "2 GB array."), "dataloader.shared_memory_accounting"),
     # gradients
     ("The grad norm keeps getting bigger every step until it is inf.",
      "numerics.exploding_gradients"),

@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from real_cases import KINDS, Figures, judge, load_cases, run_all
+
 from torchdoctor.knowledge import load_knowledge
 
 CASES = load_cases()

@@ -48,8 +48,8 @@ FAMILIES = [
     ("training.optimizer_stale_params",
      "Loss goes down but validation accuracy stays at chance; two conv layers are created inside forward()."),
     ("training.optimizer_stale_params",
-     "With the manual update over model.parameters() it learns; after swapping in optim.Adam "
-     "the loss stays where it started."),
+     ("With the manual update over model.parameters() it learns; after swapping in optim.Adam "
+     "the loss stays where it started.")),
     ("training.optimizer_stale_params",
      "Is it fine to instantiate two extra Linear layers inside forward instead of __init__?"),
     # an evaluation has nothing random left but weights that never loaded
@@ -73,12 +73,12 @@ FAMILIES = [
      "Evaluation accuracy swings between runs; are running_mean and running_var the problem?"),
     # parameters the optimizer holds move with weight decay, whether a loss reaches them or not
     ("training.freeze_not_applied",
-     "I dropped the auxiliary head's loss from the total, yet its weights still change a little "
-     "every iteration. Why, if no loss uses them?"),
+     ("I dropped the auxiliary head's loss from the total, yet its weights still change a little "
+     "every iteration. Why, if no loss uses them?")),
     # a metric that works on the training batches and reads exactly 0 on validation
     ("training.shuffle_off",
-     "On my own images the training accuracy climbs normally, but validation accuracy is 0 every "
-     "epoch. With CIFAR-10 both are fine."),
+     ("On my own images the training accuracy climbs normally, but validation accuracy is 0 every "
+     "epoch. With CIFAR-10 both are fine.")),
     # workers start afresh each epoch: a fork that deadlocks shows at the boundary
     ("dataloader.hang",
      "Training freezes at the start of every new epoch for minutes; within an epoch it runs."),
@@ -87,8 +87,8 @@ FAMILIES = [
      "Inference is very slow and GPU usage sits near 0%. torch.__version__ prints 2.1.0+cpu."),
     # the allocator keeps what the first pass took and reuses it
     ("memory.caching_allocator",
-     "The first validation takes 3 GB more GPU memory and never gives it back, but the second "
-     "validation does not raise it any further."),
+     ("The first validation takes 3 GB more GPU memory and never gives it back, but the second "
+     "validation does not raise it any further.")),
     # eval() missing where the model evaluates: a contrast between two paths, a notebook call
     # that displayed nothing (eval() returns the module), someone else's weights answering one class
     ('training.eval_mode_left_on',

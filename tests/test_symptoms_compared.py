@@ -139,8 +139,8 @@ FAMILIES = [
      "DDP 多卡训练初始化之后就卡住不动了，所有 GPU 利用率都是 100%，单卡正常"),
     ("dataloader.hang", "The epoch never finishes, the progress bar stops at 99% with 4 workers."),
     ("distributed.ddp_startup_hang",
-     'DDP: the script prints nothing after "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2" '
-     "and both GPUs show 100% usage."),
+     ('DDP: the script prints nothing after "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2" '
+     "and both GPUs show 100% usage.")),
     ("distributed.ddp_contexts_on_gpu0",
      "With torch.distributed.launch every process also shows up on GPU 0 using about 500MB each."),
     ("distributed.dataparallel_imbalance", "DataParallel 使用時、GPU0 だけメモリが多く使われて OOM になります"),

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from torchdoctor import demo
+from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
 from torchdoctor.journal import read_events
 from torchdoctor.session import Session
 from torchdoctor.tui import build_app
 from torchdoctor.tui.app import TorchDoctorApp
-from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
 from torchdoctor.tui.screens.bisect import BisectScreen
 from torchdoctor.tui.screens.intake import IntakeScreen
 from torchdoctor.tui.screens.log import LogScreen

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from torchdoctor.investigation.walk import Target
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
 from torchdoctor.session import Session
 from torchdoctor.tui.app import TorchDoctorApp
-from torchdoctor.investigation.walk import Target
 from torchdoctor.tui.screens.intake import IntakeScreen
 
 ROOT = Path(__file__).resolve().parents[1]

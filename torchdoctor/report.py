@@ -378,20 +378,20 @@ def _patch_md(patch: dict, applied: bool) -> list[str]:
     verdict = "Verified" if patch.get("verified") else "Not verified"
     out += [f"{verdict}: {check.get('detail', '')}.", ""]
     if after:
-        out += [f"- ran `{after.get('command')}` on a scratch copy of the project, before and "
+        out += [(f"- ran `{after.get('command')}` on a scratch copy of the project, before and "
                 f"after the patch ({before.get('seconds', 0):.1f} s and "
-                f"{after.get('seconds', 0):.1f} s)"]
+                f"{after.get('seconds', 0):.1f} s)")]
         losses = [x for x in after.get("losses") or [] if isinstance(x, (int, float))]
         if losses and "loss" not in str(check.get("detail", "")):
-            out += [f"- the loss went {losses[0]:.4g} → {losses[-1]:.4g} over {len(losses)} "
-                    "backward passes"]
+            out += [(f"- the loss went {losses[0]:.4g} → {losses[-1]:.4g} over {len(losses)} "
+                    "backward passes")]
         out += [""]
     if applied:
-        out += ["The patch was written to your file; the original is kept beside it "
-                "(`.orig`).", ""]
+        out += [("The patch was written to your file; the original is kept beside it "
+                "(`.orig`)."), ""]
     elif patch.get("verified"):
-        out += ["Left to you: apply it with `torchdoctor fix --apply` (a backup is kept), then "
-                "run the full training.", ""]
+        out += [("Left to you: apply it with `torchdoctor fix --apply` (a backup is kept), then "
+                "run the full training."), ""]
     return out
 
 

@@ -231,5 +231,6 @@ def _own_values(words: list[str], stored: list[str]) -> list[str]:
 
 # Values a message reports that differ from run to run: dtypes and device kinds.
 _VALUE_WORDS = frozenset(
-    "float double half bfloat16 long int short byte bool char complexfloat complexdouble "
-    "cpu cuda mps xpu meta float16 float32 float64 int8 int16 int32 int64 uint8".split())
+    ["float", "double", "half", "bfloat16", "long", "int", "short", "byte", "bool", "char",
+     "complexfloat", "complexdouble", "cpu", "cuda", "mps", "xpu", "meta", "float16", "float32",
+     "float64", "int8", "int16", "int32", "int64", "uint8"])

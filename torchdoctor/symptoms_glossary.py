@@ -33,17 +33,17 @@ from torchdoctor.linear_regex import bounded
 # with bounded gaps, linear on any text.
 _GLOSSARY: tuple[tuple[str, str], ...] = (
     # --- out of memory ----------------------------------------------------------
-    (r"爆显存|显存(?:直接|又|就)?(?:爆|炸)(?:掉|了)?|显存(?:溢出|不足|不够用?)|(?:内存|显存)(?:占)?满了"
+    ((r"爆显存|显存(?:直接|又|就)?(?:爆|炸)(?:掉|了)?|显存(?:溢出|不足|不够用?)|(?:内存|显存)(?:占)?满了"
      r"|GPU\s*メモリ(?:が|の)?(?:不足|足りない|あふれ)|メモリ(?:が|の)?(?:不足|足りない)|メモリ(?:ー)?エラー"
      r"|(?:GPU\s*)?메모리(?:가)?\s*부족|메모리가\s*터"
      r"|(?:не хватает|нехватка|недостаточно|закончилась|кончается|кончилась)\s+(?:видео)?памяти"
      r"|(?:se queda|me quedo|quedarse)\s+sin\s+memoria|sin memoria|memoria insuficiente"
      r"|(?:fica|ficou|ficar)\s+sem\s+mem[óo]ria|sem mem[óo]ria|falta de mem[óo]ria|mem[óo]ria insuficiente"
-     r"|(?:zu wenig|nicht genug|kein(?:en)?)\s+(?:GPU-|Grafik)?Speicher|Speicher\s+(?:ist\s+)?(?:voll|läuft voll|reicht nicht)",
+     r"|(?:zu wenig|nicht genug|kein(?:en)?)\s+(?:GPU-|Grafik)?Speicher|Speicher\s+(?:ist\s+)?(?:voll|läuft voll|reicht nicht)"),
      "out of memory"),
     (r"内存(?:溢出|不足|不够用?|爆了)|爆内存", "out of memory"),
     # --- memory that grows step by step ----------------------------------------------
-    (r"越占越多|越来越(?:大|多|高)|越\w越(?:多|大|高)|(?:不断|一直|持续|逐渐|慢慢|逐步|一点点|一点一点)(?:地)?(?:在)?(?:增加|增长|上涨|往上涨|上升|变大|累积)"
+    ((r"越占越多|越来越(?:大|多|高)|越\w越(?:多|大|高)|(?:不断|一直|持续|逐渐|慢慢|逐步|一点点|一点一点)(?:地)?(?:在)?(?:增加|增长|上涨|往上涨|上升|变大|累积)"
      r"|増え続け\w{0,3}|(?:どんどん|徐々に|少しずつ)(?:増え|増加)\w{0,3}|増加し続け\w{0,3}"
      r"|계속\s*(?:증가|늘어|올라)\w{0,4}|점점\s*(?:증가|늘어|커)\w{0,4}"
      r"|(?:постоянно|постепенно|непрерывно|всё время|все время)\s+(?:растёт|растет|увеличивается|растут)"
@@ -51,7 +51,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|(?:sigue|va)\s+(?:aumentando|creciendo|subiendo)|aumenta\s+(?:cada|en cada|con cada)"
      r"|(?:continua|vai|fica)\s+(?:aumentando|crescendo|subindo)"
      r"|(?:wächst|steigt|nimmt)\s+(?:ständig|stetig|immer weiter|kontinuierlich|mit jede\w)\w*(?:\s+zu)?"
-     r"|(?:ständig|stetig|immer weiter)\s+(?:wächst|steigt|an)",
+     r"|(?:ständig|stetig|immer weiter)\s+(?:wächst|steigt|an)"),
      "keeps growing"),
     (r"显存|ビデオメモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
      "GPU memory"),
@@ -61,21 +61,21 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # "卡住", "卡在", "不动了" say "stuck" of a loss as of a run; "stuck" is the English
     # word both kinds of regex read.
     (r"卡住|卡在|不动了|停住|停在那", "stuck"),
-    (r"卡死|假死|没(?:有)?反应|hang住"
+    ((r"卡死|假死|没(?:有)?反应|hang住"
      r"|固まる|固まって|固まり|フリーズ|ハングアップ|ハングし|止まって(?:しまい|しま)?"
      r"|멈춰|멈춥|멈춤|멈추|먹통|응답\s*없"
      r"|зависа\w*|завис(?:ает|ло|ла|ли)?\b|виснет|висит|застрева\w*"
      r"|se\s+(?:cuelga|congela|bloquea|traba|queda\s+(?:colgado|congelado|trabado))"
      r"|\b(?:trava|travando|travou|congela|congelando)\b|fica\s+travado"
-     r"|\bhängen\b(?!\s+von)|hängt(?:\s+sich)?(?:\s+auf)?|friert\s+ein|eingefroren",
+     r"|\bhängen\b(?!\s+von)|hängt(?:\s+sich)?(?:\s+auf)?|friert\s+ein|eingefroren"),
      "hangs"),
-    (r"一切正常|正常(?:运行|训练|跑)|(?:能|可以)(?:正常)?跑(?:通|起来)?|没(?:有)?问题"
+    ((r"一切正常|正常(?:运行|训练|跑)|(?:能|可以)(?:正常)?跑(?:通|起来)?|没(?:有)?问题"
      r"|問題なく動|正常に動|정상\s*(?:작동|동작)|работает нормально|funciona (?:bien|normalmente)"
-     r"|funciona normalmente|läuft (?:es |alles )?(?:normal|problemlos|ohne Probleme)",
+     r"|funciona normalmente|läuft (?:es |alles )?(?:normal|problemlos|ohne Probleme)"),
      "works fine"),
     # num_workers and other settings as a sentence gives them.
-    (r"(?:(?:设|调|改|设置)(?:成|为|到))?(?:大于|超过|多于)|(?:より大きく|以上に)|보다\s*크게"
-     r"|больше|mayor que|maior que|größer als",
+    ((r"(?:(?:设|调|改|设置)(?:成|为|到))?(?:大于|超过|多于)|(?:より大きく|以上に)|보다\s*크게"
+     r"|больше|mayor que|maior que|größer als"),
      " greater than "),
     # "num_workers 设为 4", "num_workers を 4 に設定", "num_workers 를 4 로 설정": a setting
     # and its value, read as "num_workers = 4".
@@ -89,29 +89,29 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"\bgradientes?\b", " gradients "),
     (r"\bGradienten\b", " gradients "),
     # Gradients that vanish: "勾配が消えて", "梯度消失", "기울기 소실", "затухают", "se desvanecen".
-    (r"消えて?(?:しまう|しまって|しまい|しまった|いる|る)?|消失|소실\w{0,3}|затуха\w*"
-     r"|\b(?:se\s+)?desvanec\w*|\bverschwind\w*",
+    ((r"消えて?(?:しまう|しまって|しまい|しまった|いる|る)?|消失|소실\w{0,3}|затуха\w*"
+     r"|\b(?:se\s+)?desvanec\w*|\bverschwind\w*"),
      " vanishing "),
     # A value 0 said of gradients: "梯度都是0", "勾配が0", "градиенты равны нулю", "son cero".
-    (r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?:0|零)(?![\d.%])"
+    ((r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?:0|零)(?![\d.%])"
      r"|(?:が|は)\s*(?:0|ゼロ)(?![\d.%])|(?:가|이|는|은)\s*0(?![\d.%])"
      r"|\bравн\w*\s+(?:нулю|0(?![\d.%]))|\b(?:es|son|é|são)\s+(?:cero|zero|0(?![\d.%]))"
-     r"|\b(?:ist|sind)\s+(?:null|0(?![\d.%]))\b",
+     r"|\b(?:ist|sind)\s+(?:null|0(?![\d.%]))\b"),
      " is zero"),
-    (r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?=None\b|0(?![\d.])|零)"
+    ((r"(?:直接|都|全|全部|全都|一直|还)?(?:是|为|等于|成了|变成)\s*(?=None\b|0(?![\d.])|零)"
      r"|(?:が|は)\s*(?=None\b|0(?![\d.]))|(?:가|이|는|은)\s*(?=None\b|0(?![\d.]))"
-     r"|(?:равн\w*\s*|\s[—-]\s+)(?=None\b)|\b(?:es|son|é|são|sind|ist)\s+(?=None\b)",
+     r"|(?:равн\w*\s*|\s[—-]\s+)(?=None\b)|\b(?:es|son|é|são|sind|ist)\s+(?=None\b)"),
      " is "),
     (r"零(?=[，,。.;；\s]|$)", "0"),
     # --- not learning ---------------------------------------------------------------
-    (r"(?:就是|根本|完全|一直)?不(?:学|学习|训练)(?=[:：，,。.;；\s]|$)|学不到(?:东西)?|没(?:有)?在学"
+    ((r"(?:就是|根本|完全|一直)?不(?:学|学习|训练)(?=[:：，,。.;；\s]|$)|学不到(?:东西)?|没(?:有)?在学"
      r"|学習(?:が)?(?:進まない|しない|されない)|학습(?:이)?\s*(?:안\s*되|되지\s*않)"
-     r"|не\s+(?:обучается|учится)|no\s+aprende|não\s+aprende|lernt\s+(?:nicht|nichts)",
+     r"|не\s+(?:обучается|учится)|no\s+aprende|não\s+aprende|lernt\s+(?:nicht|nichts)"),
      " model is not learning"),
     (r"不收敛|收敛不了|収束しない|수렴하지\s*않|не\s+сходится|no\s+converge|não\s+converge|konvergiert\s+nicht",
      " does not converge"),
-    (r"(?:一直|还是|始终|总是)?(?:不下降|不降|降不下去|没有下降|没下降)|下がらない|줄지\s*않|не\s+(?:падает|уменьшается|снижается)"
-     r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht",
+    ((r"(?:一直|还是|始终|总是)?(?:不下降|不降|降不下去|没有下降|没下降)|下がらない|줄지\s*않|не\s+(?:падает|уменьшается|снижается)"
+     r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht"),
      " does not decrease"),
     (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
     # Whether a call is needed, and a call left out: "不需要 model.eval() 吗", "不调用 eval".
@@ -120,23 +120,23 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"不需要|不用(?=\s*\w+\.\w+\()|要らない|必要ない|필요\s*없", " not need "),
     (r"需要|必要|필요", " need "),
     # A call left out, said after it (Japanese puts the verb last): "model.eval() を呼んでいなかった".
-    (r"を\s*(?:呼んでいな(?:い|かった)|呼ばなかった|呼び忘れ\w{0,4}|付け忘れ\w{0,4}|入れ忘れ\w{0,4})"
-     r"|를\s*호출하지\s*않\w{0,3}", " not called "),
-    (r"忘(?:了|记了?|記)(?:加|调用|写|添加)?|(?:呼び|付け|入れ)忘れ\w{0,4}|забы(?:л|ла|ли)\w{0,3}(?:\s+вызвать)?"
-     r"|\bolvid(?:é|e|aste|ó)\w{0,3}(?:\s+(?:llamar|poner))?|\besqueci\w{0,3}|\bvergessen\b", " forgot "),
+    ((r"を\s*(?:呼んでいな(?:い|かった)|呼ばなかった|呼び忘れ\w{0,4}|付け忘れ\w{0,4}|入れ忘れ\w{0,4})"
+     r"|를\s*호출하지\s*않\w{0,3}"), " not called "),
+    ((r"忘(?:了|记了?|記)(?:加|调用|写|添加)?|(?:呼び|付け|入れ)忘れ\w{0,4}|забы(?:л|ла|ли)\w{0,3}(?:\s+вызвать)?"
+     r"|\bolvid(?:é|e|aste|ó)\w{0,3}(?:\s+(?:llamar|poner))?|\besqueci\w{0,3}|\bvergessen\b"), " forgot "),
     (r"\bне\s+(?:вызыва\w*|вызвал\w*)", " do not call "),
     (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
     # --- several processes on one card ------------------------------------------------
     # "0 号显卡", "第一张卡", "主卡": the card people call GPU 0; each rank's process on it.
     (r"(?:0|零)\s*号\s*(?:显卡|卡|GPU)|第一(?:张|块)\s*(?:显卡|卡|GPU)|主卡", " GPU 0 "),
-    (r"每(?:一)?个进程|所有(?:的)?进程|各(?:个)?进程|(?:各|全)プロセス|(?:각|모든)\s*프로세스"
-     r"|кажд\w{1,3}\s+процесс\w{0,3}|\bcada proceso\b|\bjede[sn]?\s+Prozess\w{0,2}",
+    ((r"每(?:一)?个进程|所有(?:的)?进程|各(?:个)?进程|(?:各|全)プロセス|(?:각|모든)\s*프로세스"
+     r"|кажд\w{1,3}\s+процесс\w{0,3}|\bcada proceso\b|\bjede[sn]?\s+Prozess\w{0,2}"),
      " every process "),
     # A call that showed nothing: in a notebook eval() returns the module and displays it.
-    (r"何も(?:出|表示され|出力され)(?:なかった|ない|ません(?:でした)?)|什么都没(?:有)?(?:输出|显示|打印)|没有(?:任何)?(?:输出|显示)"
+    ((r"何も(?:出|表示され|出力され)(?:なかった|ない|ません(?:でした)?)|什么都没(?:有)?(?:输出|显示|打印)|没有(?:任何)?(?:输出|显示)"
      r"|아무것도\s*(?:출력|표시)되지\s*않\w{0,3}|ничего не (?:вывел\w*|выводит|напечатал\w*|показал\w*)"
      r"|no (?:imprime|imprimi[óo]|muestra|mostr[óo]) nada|n[ãa]o (?:imprime|imprimiu|mostra|mostrou) nada"
-     r"|(?:gibt|gab) nichts aus|zeigt(?:e)? nichts(?: an)?",
+     r"|(?:gibt|gab) nichts aus|zeigt(?:e)? nichts(?: an)?"),
      " printed nothing "),
     # A result that got worse after a change ("一加上 model.eval() 精度就变差了"); not 下降, which a
     # falling loss also says.
@@ -160,32 +160,32 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # --- random numbers that repeat --------------------------------------------------
     (r"随机数|乱数|난수|случайны\w*\s+числ\w*|n[úu]meros\s+aleat[óo]rios|Zufallszahlen",
      " random numbers "),
-    (r"一模一样|完全(?:相同|一样)|(?:都)?(?:相同|一样|同一串)|全く同じ|同じ|똑같|동일|одинаков\w*"
-     r"|(?:los|las|os|as)\s+mism[oa]s|\bgleich(?:e|en)?\b",
+    ((r"一模一样|完全(?:相同|一样)|(?:都)?(?:相同|一样|同一串)|全く同じ|同じ|똑같|동일|одинаков\w*"
+     r"|(?:los|las|os|as)\s+mism[oa]s|\bgleich(?:e|en)?\b"),
      " same "),
     (r"损失|損失|손실|\bпотер[ьия]\b|\bp[ée]rdida\b", " loss "),
     # --- when a value went wrong: before any update, or with the first one ------------
     # ("训练一开始是正常的" says the start was fine: only "一开始(loss)就", already at the start.)
-    (r"(?:第一次|一次)更新(?:之|以)?后|更新一次(?:之|以)?后|一回(?:目の)?更新(?:の)?後|첫\s*업데이트\s*(?:후|이후)"
-     r"|после\s+(?:первого|одного)\s+(?:обновления|шага)",
+    ((r"(?:第一次|一次)更新(?:之|以)?后|更新一次(?:之|以)?后|一回(?:目の)?更新(?:の)?後|첫\s*업데이트\s*(?:후|이후)"
+     r"|после\s+(?:первого|одного)\s+(?:обновления|шага)"),
      " after the first update "),
-    (r"(?:从|打)?一开始(?:就|(?=[^，,。.;；\n]{1,12}就))|从头就|最初から|처음부터|с\s+самого\s+начала|desde el (?:principio|inicio)"
-     r"|desde o (?:começo|início)|von Anfang an",
+    ((r"(?:从|打)?一开始(?:就|(?=[^，,。.;；\n]{1,12}就))|从头就|最初から|처음부터|с\s+самого\s+начала|desde el (?:principio|inicio)"
+     r"|desde o (?:começo|início)|von Anfang an"),
      " from the start "),
-    (r"第一(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|最初の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))"
-     r"|첫(?:\s*번째)?(?=\s*(?:스텝|배치|반복|step|iter|batch))",
+    ((r"第一(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|最初の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))"
+     r"|첫(?:\s*번째)?(?=\s*(?:스텝|배치|반복|step|iter|batch))"),
      " first "),
     (r"第二(?:个|次|步)?(?=\s*(?:step|iter|batch|个?\s*(?:迭代|批次?|步)))|2\s*(?:番目|回目)の(?=\s*(?:ステップ|イテレーション|バッチ|step|iter|batch))",
      " second "),
     (r"迭代|イテレーション|반복", " iteration "),
     # Later, once training ran a while: "后来 loss 变成 nan", "しばらくすると", "через некоторое время".
-    (r"后来|(?:过了)?一段时间(?:之|以)?后|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
+    ((r"后来|(?:过了)?一段时间(?:之|以)?后|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
      r"|나중에|얼마\s*후|через\s+(?:некоторое\s+время|несколько\s+эпох)|despu[ée]s\s+de\s+(?:un\s+tiempo|varias\s+[ée]pocas)"
-     r"|depois\s+de\s+(?:um\s+tempo|algumas\s+[ée]pocas)|nach\s+(?:einer\s+Weile|einigen\s+Epochen)",
+     r"|depois\s+de\s+(?:um\s+tempo|algumas\s+[ée]pocas)|nach\s+(?:einer\s+Weile|einigen\s+Epochen)"),
      " later "),
     # --- the precision a run trains in -----------------------------------------------
-    (r"(?:自动)?混合精度|混合精度|混合精度学習|혼합\s*정밀도|смешанн\w*\s+точност\w*|precisi[óo]n mixta"
-     r"|precis[ãa]o mista|gemischte[rn]?\s+Pr[äa]zision", " mixed precision "),
+    ((r"(?:自动)?混合精度|混合精度|混合精度学習|혼합\s*정밀도|смешанн\w*\s+точност\w*|precisi[óo]n mixta"
+     r"|precis[ãa]o mista|gemischte[rn]?\s+Pr[äa]zision"), " mixed precision "),
     (r"半精度|반정밀도|половинн\w*\s+точност\w*", " half precision "),
 
     (r"批(?:次)?大小|バッチサイズ|배치\s*크기", " batch size "),
@@ -195,8 +195,8 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # A build named by its device ("cpu 版本", "CPU版", "CPU バージョン"): which torch is installed.
     (r"(?<=cpu)\s*(?:版本|版|バージョン|버전|верси[яию])", " version"),
     # A function's answer as the person saw it: "永远返回 False", "always returns False".
-    (r"(?:永远|总是|一直|始终|都)?返回(?=\s*(?:True|False|None)\b)"
-     r"|(?:всегда\s+)?возвращает(?=\s*(?:True|False|None)\b)",
+    ((r"(?:永远|总是|一直|始终|都)?返回(?=\s*(?:True|False|None)\b)"
+     r"|(?:всегда\s+)?возвращает(?=\s*(?:True|False|None)\b)"),
      " returns "),
     (r"双卡|マルチGPU|複数(?:の)?GPU|멀티\s*GPU|다중\s*GPU", " multiple GPUs "),
     (r"シングルGPU|単一(?:の)?GPU|단일\s*GPU|싱글\s*GPU", " single GPU "),

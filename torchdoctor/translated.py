@@ -33,15 +33,15 @@ _RENDERINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # at non-singleton dimension 1".
         (r"张量\s*a\s*的大小\s*[(（]" + _N + r"[)）]\s*必须与张量\s*b\s*的大小\s*[(（]" + _N
          + r"[)）]\s*在非单例维度" + _N + r"上匹配",
-         r"The size of tensor a (\1) must match the size of tensor b (\2) at non-singleton"
-         r" dimension \3"),
+         (r"The size of tensor a (\1) must match the size of tensor b (\2) at non-singleton"
+         r" dimension \3")),
         # Devices: "Expected all tensors to be on the same device, but found at least two
         # devices, cuda:0 and cpu!", the older "Expected object of device type cuda but got
         # device type cpu", and embedding's "Input, output and indices must be on the
         # current device".
         (r"期望所有张量都在同一设备上[,，]?\s*但发现至少两个设备[,，:：]?\s*([\w:]+)\s*和\s*([\w:]+)",
-         r"Expected all tensors to be on the same device, but found at least two devices, \1"
-         r" and \2!"),
+         (r"Expected all tensors to be on the same device, but found at least two devices, \1"
+         r" and \2!")),
         (r"[期预]望\s*(\w+?)\s*类型(?:的)?对象[,，]?\s*但得到\s*(\w+?)\s*类型",
          r"Expected object of device type \1 but got device type \2"),
         (r"输入、输出和索引必须在当前设备上", "Input, output and indices must be on the current device"),
@@ -51,8 +51,8 @@ _RENDERINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"给定\s*(groups|transposed)\s*=\s*(\d+)\s*[,，]\s*权重(?:的)?(?:大小|尺寸|形状)(?:为|是)?\s*"
          r"(\[[\d, ]*\]|\d+(?: \d+)*)\s*[,，]\s*(?:期望|预期)(?:的)?输入\s*(\[[\d, ]*\])\s*(?:有|具有|应有)"
          + _N + r"个通道\s*[,，]\s*但(?:是)?(?:实际)?(?:只)?(?:得到了?|有|收到了?)" + _N + r"个通道",
-         r"Given \1=\2, weight of size \3, expected input\4 to have \5 channels, but got \6 "
-         r"channels instead"),
+         (r"Given \1=\2, weight of size \3, expected input\4 to have \5 channels, but got \6 "
+         r"channels instead")),
         (r"无效参数" + _N, r"invalid argument \1"),
         (r"大小不匹配", "size mismatch"),
         (r"CUDA\s*内存不足", "CUDA out of memory"),

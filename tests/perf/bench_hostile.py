@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.test_hostile_input import HOSTILE, OSC8_PASTE  # noqa: E402
+from tests.test_hostile_input import HOSTILE, OSC8_PASTE
 
 TARGET = 2.0
 FIXTURE = ROOT / "tests" / "fixtures" / "examples" / "linear_mismatch.txt"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from real_cases import Figures, judge, load_cases, run_all  # noqa: E402
+from real_cases import Figures, judge, load_cases, run_all
 
 TARGET_ALL_THREE = 0.90
 
@@ -33,7 +33,7 @@ def main(names: list[str]) -> None:
     judgements = [judge(outcomes[case.name]) for case in cases]
     print(f"{'case':<36} kind   cat cause fix  rej wrong  notes")
     for j in judgements:
-        mark = lambda ok: " ✓ " if ok else " · "  # noqa: E731
+        mark = lambda ok: " ✓ " if ok else " · "
         print(f"{j.case.name:<36} {j.case.kind:<6}{mark(j.category_right)}{mark(j.confirmed)}  "
               f"{mark(j.fix_named)}{' ✗ ' if j.rejected else '   '}{len(j.wrong):4d}   {j.note}")
     figures = Figures.of(judgements)

@@ -52,9 +52,9 @@ def bare_python(runs: int = 5) -> list[float]:
 async def typing_while_probing() -> tuple[list[float], list[float]]:
     """Per-key latency in the intake paste area, idle and while overfit_batch runs."""
     from torchdoctor import demo
+    from torchdoctor.investigation.walk import Target, default_client_factory
     from torchdoctor.session import Session
     from torchdoctor.tui.app import TorchDoctorApp
-    from torchdoctor.investigation.walk import Target, default_client_factory
     from torchdoctor.tui.screens.intake import IntakeScreen
 
     copy = demo.prepare()

@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
 def walk_as_text(copy: object, kb_dirs: tuple[str, ...] = ()) -> int:
     """The five phases, printed: the same Investigation steps the app runs in its workers."""
     from torchdoctor import demo
+    from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
     from torchdoctor.patient.client import PatientError
     from torchdoctor.session import PHASE_TITLES, Session
-    from torchdoctor.investigation.walk import Investigation, Target, default_client_factory
 
     target = Target(script=str(copy.script), harness=copy.harness)
     session = Session.start(kind="demo", target=target.script)

@@ -93,8 +93,8 @@ def _unreached(result: Mapping[str, Any], error: Mapping[str, Any] | None
     if not error or not error.get("type") or "raised" not in facts:
         return None
     if not facts.get("raised"):
-        return ("inconclusive", "the rerun did not reach the failing code (it raised "
-                "nothing), so it is no evidence either way")
+        return ("inconclusive", ("the rerun did not reach the failing code (it raised "
+                "nothing), so it is no evidence either way"))
     got = {"type": facts.get("error_type"), "message": facts.get("error_message") or ""}
     if not got["message"] and not got["type"]:
         return None
@@ -103,8 +103,8 @@ def _unreached(result: Mapping[str, Any], error: Mapping[str, Any] | None
                           got)
     if sameness.same:
         return None
-    return ("error", f"the rerun failed differently ({describe_error(got)}): "
-            f"{sameness.difference}; no verdict is drawn from it")
+    return ("error", (f"the rerun failed differently ({describe_error(got)}): "
+            f"{sameness.difference}; no verdict is drawn from it"))
 
 
 def settle_rivals(judged: list[Any], entry_of: Callable[[Any], str | None],

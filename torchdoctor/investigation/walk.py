@@ -21,7 +21,6 @@ from torchdoctor.investigation.findings import Finding, untested_result
 from torchdoctor.investigation.hypotheses import judged_finding, support
 from torchdoctor.investigation.sameness import describe_error, same_error
 from torchdoctor.investigation.settling import confirm_facts, settle_session
-from torchdoctor.investigation.verdicts import fact_names
 from torchdoctor.session import Session
 
 # ``factory(env)`` starts a fresh patient with those environment overrides and

@@ -314,7 +314,7 @@ def class_index_labels(src: Source, line, params, fields) -> list[Candidate]:
                          if isinstance(a, cst.FunctionDef)), None) if name else None
         if function is None:
             continue
-        returns = [r for r in src.nodes(cst.Return, lambda r: isinstance(r.value, cst.Name)
+        returns = [r for r in src.nodes(cst.Return, lambda r, name=name: isinstance(r.value, cst.Name)
                                         and r.value.value == name)
                    if function in src.ancestors(r)]
         if returns:

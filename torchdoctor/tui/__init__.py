@@ -27,9 +27,9 @@ def build_app(*, session: Any = None, target: str | None = None, script: str | N
     ``notice`` is a line the person should read first (shown as a notification).
     With nothing to start from, the app opens on the intake screen.
     """
+    from torchdoctor.investigation.walk import Target, default_client_factory
     from torchdoctor.session import Session
     from torchdoctor.tui.app import TorchDoctorApp
-    from torchdoctor.investigation.walk import Target, default_client_factory
 
     chosen = _target(target, script, argv, Target)
     if harness:

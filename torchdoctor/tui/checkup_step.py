@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from torchdoctor.session import Session
 from torchdoctor.investigation.settling import settle_session
 from torchdoctor.investigation.walk import Cancelled, PatientFactory
+from torchdoctor.session import Session
 
 # Progress: (checks done, checks planned, the check now running).
 Progress = Callable[[int, int, str], None]
