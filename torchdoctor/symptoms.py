@@ -31,7 +31,7 @@ from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
-from torchdoctor.trajectory import loss_turn, nan_from_first_update, nonfinite_after_training_ran
+from torchdoctor.trajectory import loss_turn, nan_moment
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
@@ -393,9 +393,9 @@ def readings(text: str) -> list[str]:
         said.append("model outputs appended to a list as tensors")
     if (_NAN_WORD.search(text) or _SCALE_AT_ZERO.search(text)) and _HALF_PRECISION.search(text):
         said.append("NaN under mixed precision")
-    if nan_from_first_update(text):
+    if (moment := nan_moment(text)) == "first update":
         said.append("NaN from the first update on")
-    elif nonfinite_after_training_ran(text):
+    elif moment == "later":
         said.append("non-finite loss after training ran a while")
     if (turn := loss_turn(text)) == "climbs back":
         said.append("loss falls, then climbs back up toward where it started")

@@ -63,17 +63,6 @@ _CLIMB = 3.0
 _BACK_TOWARD = 0.25
 
 
-def nan_from_first_update(text: str) -> bool:
-    """Whether a report places its NaN before any update or at the first one."""
-    text = bounded(text)
-    for clause in _CLAUSE.finditer(text):
-        if _NAN.search(clause.group(0)) and _EARLY.search(clause.group(0)):
-            return True
-    first = next((int(counter.group(1)) for line in text.splitlines()
-                  if _NAN.search(line) and (counter := _COUNTER.search(line))), None)
-    return first is not None and first <= 1
-
-
 # A NaN or an infinite loss said of a later moment: "after 3 epochs", "at step 4",
 # "in the second epoch", "iteration 1200".
 _NONFINITE = re.compile(r"(?<![A-Za-z])(?:nans?|inf|infinity)(?![A-Za-z])", re.IGNORECASE)
@@ -90,23 +79,37 @@ _LATER = re.compile(
     re.IGNORECASE)
 
 
-def nonfinite_after_training_ran(text: str) -> bool:
-    """Whether a report places its NaN or infinite loss after training ran a while.
+def nan_moment(text: str) -> str | None:
+    """When a report places its NaN: ``"first update"`` (before any update or with the
+    first one), ``"later"`` (a NaN or an infinite loss after training ran a while), or
+    ``None`` when it does not say.
 
-    Then a rate that grew the updates step by step is as live a cause as a log or a
-    division of zero, and only a run of the training steps (the harness) tells them
-    apart; placed at the first update, it is the computation's (``nan_from_first_update``).
+    At the first update the NaN is the computation's (a log or a division of zero, bad
+    data); later, a rate that grew the updates step by step is as live a cause, and only
+    a run of the training steps (the harness) tells the two apart.
     """
     text = bounded(text)
-    if nan_from_first_update(text):
-        return False
-    for clause in _CLAUSE.finditer(text):
-        if _NONFINITE.search(clause.group(0)) and _LATER.search(clause.group(0)):
-            return True
-    # A log's counter on its first non-finite line: "step 200 loss nan".
-    first = next((int(counter.group(1)) for line in text.splitlines()
-                  if _NONFINITE.search(line) and (counter := _COUNTER.search(line))), None)
-    return first is not None and first > 1
+    if _said_together(text, _NAN, _EARLY):
+        return "first update"
+    first_nan = _first_counter(text, _NAN)
+    if first_nan is not None and first_nan <= 1:
+        return "first update"
+    if _said_together(text, _NONFINITE, _LATER):
+        return "later"
+    first = _first_counter(text, _NONFINITE)
+    return "later" if first is not None and first > 1 else None
+
+
+def _said_together(text: str, word: re.Pattern[str], moment: re.Pattern[str]) -> bool:
+    """Whether one sentence or log line names both the value and the moment."""
+    return any(word.search(clause.group(0)) and moment.search(clause.group(0))
+               for clause in _CLAUSE.finditer(text))
+
+
+def _first_counter(text: str, word: re.Pattern[str]) -> int | None:
+    """The counter of a log's first line naming ``word``: "iter 1 || Loss: nan" gives 1."""
+    return next((int(counter.group(1)) for line in text.splitlines()
+                 if word.search(line) and (counter := _COUNTER.search(line))), None)
 
 
 def training_losses(text: str) -> list[float]:
