@@ -30,6 +30,7 @@ from torchdoctor import per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
+from torchdoctor.train_eval_compared import readings as train_eval_readings
 from torchdoctor.symptoms_glossary import in_english
 from torchdoctor.trajectory import loss_turn, nan_moment
 
@@ -361,7 +362,9 @@ def readings(text: str) -> list[str]:
     - several processes on GPU 0, or GPU 0 holding far more than the other cards
       (``per_card_memory``);
     - one input giving other outputs when run again or in a batch of another size
-      (``symptoms_compared``).
+      (``symptoms_compared``);
+    - eval mode that made the results worse, and a held-out accuracy far below the
+      training one (``train_eval_compared``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -412,6 +415,7 @@ def readings(text: str) -> list[str]:
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
         said.append("layer created inside forward")
     said.extend(compared_readings(text))
+    said.extend(train_eval_readings(text))
     return said
 
 

@@ -206,6 +206,17 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"状态字典", " state_dict "),
     (r"(?:一路)?(?:降|减小|减少|调小|改小|缩小)(?:到|至)|まで(?:下げ|減らし)\w{0,3}|(?:로|으로)\s*줄",
      " lowered to "),
+    # --- training set against held-out data ------------------------------------------
+    # (after the precision a run trains in: 混合精度 is not an accuracy)
+    (r"过拟合|過学習|過剰適合|과적합|переобуч\w*|sobreajust\w*|Überanpassung", " overfitting "),
+    (r"训练集|训练数据|訓練データ|学習データ|훈련\s*(?:세트|데이터)|обучающ\w+\s+выборк\w*", " training set "),
+    (r"测试集|测试数据|テストデータ|테스트\s*(?:세트|데이터)|тестов\w+\s+выборк\w*", " test set "),
+    (r"准确率|正确率|精确度|精度|正解率|정확도|\bточност\w*|\bacur[áa]cia\b|\bGenauigkeit\b", " accuracy "),
+    (r"最大|最高|一番(?:大きい|高い)|가장\s*(?:크|높)\w{0,2}", " highest "),
+    # A line taken out of a script: "把 model.eval() 注释掉", "eval() をコメントアウト".
+    (r"注释掉|注释了|去掉|删掉|コメントアウト\w{0,4}|주석\s*처리\w{0,3}|закомментир\w*", " commented out "),
+    # A result that came back ("就正常了", "正常に戻った"): not "看是否正常", a check.
+    (r"(?:就|又|也|都)?(?:恢复)?正常了|正常に戻っ\w{0,3}|정상으로\s*돌아\w{0,3}", " back to normal "),
 )
 _COMPILED = tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
 # What NFKC leaves: the ideographic full stop and the enumeration comma.
