@@ -79,6 +79,7 @@ def test_eval_that_made_it_worse_ranks_the_batchnorm_statistics_first(text):
 
 @pytest.mark.parametrize("text", [
     "Why is there such a big gap between training and test accuracy on my small dataset?",
+    "The difference between training acc and validation acc keeps growing every epoch.",
     "训练集准确率 96%,测试集准确率只有 45%,是过拟合了吗?",
     "有什么办法防止过拟合?训练集上准确率很高,测试集很低。",
 ])
