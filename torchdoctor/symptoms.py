@@ -31,6 +31,7 @@ from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
+from torchdoctor.torch_versions import readings as version_readings
 from torchdoctor.trajectory import loss_turn, nan_moment
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
@@ -361,7 +362,8 @@ def readings(text: str) -> list[str]:
     - several processes on GPU 0, or GPU 0 holding far more than the other cards
       (``per_card_memory``);
     - one input giving other outputs when run again or in a batch of another size
-      (``symptoms_compared``).
+      (``symptoms_compared``);
+    - code written before torch 0.4 run on a later torch (``torch_versions``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -412,6 +414,7 @@ def readings(text: str) -> list[str]:
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
         said.append("layer created inside forward")
     said.extend(compared_readings(text))
+    said.extend(version_readings(text))
     return said
 
 
