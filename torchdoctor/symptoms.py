@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor import per_card_memory
+from torchdoctor import batch_scaling, per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
@@ -363,7 +363,9 @@ def readings(text: str) -> list[str]:
       (``per_card_memory``);
     - one input giving other outputs when run again or in a batch of another size
       (``symptoms_compared``);
-    - code written before torch 0.4 run on a later torch (``torch_versions``).
+    - code written before torch 0.4 run on a later torch (``torch_versions``);
+    - the batch a learning rate was tuned for changed, then the loss diverged
+      (``batch_scaling``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -415,6 +417,7 @@ def readings(text: str) -> list[str]:
         said.append("layer created inside forward")
     said.extend(compared_readings(text))
     said.extend(version_readings(text))
+    said.extend(batch_scaling.readings(text))
     return said
 
 
