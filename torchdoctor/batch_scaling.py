@@ -9,8 +9,9 @@ the new batch cannot carry, and the loss grows until it is NaN. That is a rate's
 divergence, whatever moment the NaN is placed at: the report tells it by the batch
 setting it changed while keeping the rest ("IMS_PER_BATCH = 1, every other parameter
 unchanged"), by two runs that differ in it ("GPUS=3 ... NaN, GPUS=2 fine"), or by the
-machine it moved to ("from an 8-GPU machine to a 4-GPU one"), beside a loss that
-went non-finite or grew.
+machine it moved to ("from an 8-GPU machine to a 4-GPU one"), or by running a
+detection model zoo's reference configuration (its rate set for 8 GPUs) elsewhere,
+beside a loss that went non-finite or grew.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ _MOVED = re.compile(
     r"\bfrom\s+(?:an?\s+|one\s+)?(\d{1,3}|single|one)[ -]?gpus?\b[^.\n]{0,40}?\bto\s+(?:an?\s+|one\s+)?"
     r"(\d{1,3}|single|one)(?:[ -]?gpus?)?\b",
     re.IGNORECASE)
+# A detection model zoo's reference configuration, named by its schedule ("_1x", "_2x",
+# "_20e": e2e_faster_rcnn_R_50_FPN_1x.yaml, retinanet_r50_fpn_2x_coco.py, or without its
+# file's extension when the name says it is a detector: mask_rcnn_r101_fpn_1x). Its schedule and
+# rate are set for the reference batch, 16 images on 8 GPUs; a run elsewhere keeps that
+# rate for a smaller batch unless it says it ran the reference setup.
+_SCHEDULE_CONFIG = re.compile(
+    r"\b[\w.-]{2,80}_(?:\d{1,2}x|\d{1,3}e)(?:_[\w-]{1,40})?\.(?:yaml|yml|py)\b"
+    r"|\b[\w-]{0,40}(?:r-?cnn|retina\w*|fpn|fcos|cascade|rpn|ssd\d*|detr)[\w-]{0,40}_(?:\d{1,2}x|\d{1,3}e)\b",
+    re.IGNORECASE)
+_REFERENCE_SETUP = re.compile(r"\b(?:8|eight)[ -]?gpus?\b", re.IGNORECASE)
 # The loss went non-finite or grew.
 _DIVERGED = re.compile(
     r"(?<![A-Za-z])(?:nans?|inf)(?![A-Za-z])|\bdiverg\w*|\bexplod\w*|\bblows? up\b|\bblew up\b"
@@ -58,6 +69,8 @@ def batch_changed(text: str) -> bool:
         setting = re.sub(r"[ _-]", "", found.group("setting")).lower()
         values.setdefault(setting, set()).add(found.group("value"))
     if values and (_KEPT.search(text) or any(len(seen) > 1 for seen in values.values())):
+        return True
+    if _SCHEDULE_CONFIG.search(text) and not _REFERENCE_SETUP.search(text):
         return True
     return any(moved.group(1).lower() != moved.group(2).lower() for moved in _MOVED.finditer(text))
 
