@@ -55,7 +55,7 @@ _REFERENCE_SETUP = re.compile(r"\b(?:8|eight)[ -]?gpus?\b", re.IGNORECASE)
 # The loss went non-finite or grew.
 _DIVERGED = re.compile(
     r"(?<![A-Za-z])(?:nans?|inf)(?![A-Za-z])|\bdiverg\w*|\bexplod\w*|\bblows? up\b|\bblew up\b"
-    r"|\bbounc\w* back\b|\b(?:loss|it)\b[^.\n]{0,30}\b(?:increas\w*|goes up|going up|rises|rising|grows)\b",
+    r"|\bbounc\w* back\b|\b(?:loss(?:es)?|it|they)\b[^.\n]{0,30}\b(?:increas\w*|goes up|going up|rises|rising|grows?|growing|bigger|larger)\b",
     re.IGNORECASE)
 
 
