@@ -212,6 +212,8 @@ FAMILIES = [
     ("shape.conv_channels", "The segmentation model fails on RGBA screenshots; converting them to RGB first works."),
     ("shape.conv_channels", "My PNGs have an alpha channel, so there are four channels where the network wants three."),
     ("shape.conv_channels", "Grayscale X-rays into a ResNet that was pretrained on RGB images: channel error."),
+    ("shape.conv_channels", "图片是4通道的png，模型要求3通道，运行就报错"),
+    ("shape.conv_channels", "グレースケール画像をRGBで学習したモデルに入れるとエラーになります"),
     # The training loss falls where the examples start to repeat.
     ("training.epoch_step_loss", "The training loss dips sharply once the third epoch starts."),
     ("training.epoch_step_loss", "train loss suddenly drops at around step 12k, and the lr schedule is constant."),
