@@ -1101,3 +1101,34 @@ def test_a_tensor_still_on_the_cpu_after_cuda_told_with_the_interpreters_output(
              ">>> next(model.fc.parameters()).device\ndevice(type='cuda', index=0)\n"
              "а тензор-атрибут остался:\n>>> model.scale.device\ndevice(type='cpu')\n")
     assert top(paste, kb) == "device.mixed_devices"
+
+
+ORPHANED_CHILD = (
+    "Traceback (most recent call last):\n"
+    '  File "<string>", line 1, in <module>\n'
+    '  File "C:\\Python39\\lib\\multiprocessing\\spawn.py", line 116, in spawn_main\n'
+    "    exitcode = _main(fd, parent_sentinel)\n"
+    '  File "C:\\Python39\\lib\\multiprocessing\\spawn.py", line 126, in _main\n'
+    "    self = reduction.pickle.load(from_parent)\n"
+    "{inner}"
+    "{error}\n")
+PIPE_HANDLE = ('  File "C:\\Python39\\lib\\multiprocessing\\connection.py", line 967, in '
+               "rebuild_pipe_connection\n    handle = dh.detach()\n"
+               '  File "C:\\Python39\\lib\\multiprocessing\\reduction.py", line 131, in detach\n'
+               "    return _winapi.DuplicateHandle(\n")
+
+
+@pytest.mark.parametrize(("inner", "error"), [
+    (PIPE_HANDLE, "PermissionError: [WinError 5] Access is denied"),
+    (PIPE_HANDLE, "PermissionError: [WinError 5] 拒绝访问。"),
+    ("", "EOFError: Ran out of input"),
+])
+def test_a_spawned_child_that_lost_its_parent_points_to_the_parents_error(inner, error, kb):
+    parent = ('OSError: [WinError 1455] The paging file is too small for this operation to '
+              'complete. Error loading "C:\\Python39\\lib\\site-packages\\torch\\lib\\'
+              'cudnn_cnn_infer64_8.dll" or one of its dependencies.\n')
+    parsed = parse_traceback(parent + ORPHANED_CHILD.format(inner=inner, error=error))
+    assert parsed.type == "OSError" and parsed.message.startswith("[WinError 1455]")
+    assert parsed.extras["other_errors"][0].startswith(error.split(":")[0])
+    alone = parse_traceback(ORPHANED_CHILD.format(inner=inner, error=error))
+    assert alone.type == error.split(":")[0]   # with nothing beside it, the child's own error
