@@ -383,3 +383,8 @@ def test_any_wrapper_that_keeps_the_model_under_module_hides_its_attributes(wrap
 ])
 def test_the_weights_only_refusal_quoted_without_its_lead_in(quoted):
     assert top(quoted) == "state_dict.weights_only_global"
+
+
+def test_torch_2_4s_unsupported_class_quoted_alone():
+    assert top("Loading the checkpoint with torch.load says 'Unsupported class "
+               "numpy.core.multiarray._reconstruct'") == "state_dict.weights_only_global"
