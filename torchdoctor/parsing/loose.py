@@ -78,6 +78,7 @@ SYMMETRIC_QUOTES = frozenset("\"'`")
 # Quotes that only ever close a quotation when a message ends with them.
 CLOSING_ONLY = frozenset("”»」』›")
 QUOTED_SPAN = 8
+QUOTED_LONGEST = 1000
 MESSAGE_LINES = 20
 LABELS = frozenset({"Error", "Exception", "error"})
 # VS Code's debugger: "Exception has occurred: RuntimeError" (sometimes with a note after
@@ -319,8 +320,9 @@ def _unquoted(text: str) -> str:
     return text
 
 
-def _closing(text: str, opening: str) -> int:
-    """Where the quote opened by ``opening`` just before ``text`` closes, or -1.
+def _closing(text: str, opening: str, start: int = 0, end: int | None = None) -> int:
+    """Where the quote opened by ``opening`` just before ``text[start]`` closes, or -1
+    when it does not close before ``end``.
 
     A mark that opens and closes alike opens an inner quotation where a word follows it
     after a space, and closes one where no word follows it: torch's own quotes inside the
@@ -329,24 +331,27 @@ def _closing(text: str, opening: str) -> int:
     inside a word ("can't") is neither.
     """
     close = CLOSING_QUOTE[opening]
+    end = len(text) if end is None else min(end, len(text))
     if opening not in SYMMETRIC_QUOTES:
-        return text.find(close)
+        return text.find(close, start, end)
     seen = 0
-    for position, char in enumerate(text):
-        if char != close:
-            continue
+    position = text.find(close, start, end)
+    while position >= 0:
         word_after = position + 1 < len(text) and text[position + 1].isalnum()
         if word_after:
-            seen += position == 0 or text[position - 1].isspace()
+            seen += position == start or text[position - 1].isspace()
         elif seen % 2 == 0:
             return position
         else:
             seen += 1
+        position = text.find(close, position + 1, end)
     return -1
 
 
 def _quoted_spans(raw: str) -> Iterable[str]:
-    """Each stretch of the line set in quotes, in order."""
+    """Each stretch of the line set in quotes, in order; a quote that does not close
+    within ``QUOTED_LONGEST`` characters is passed over with them, so a line of many
+    opening marks is read once."""
     position = 0
     while position < len(raw):
         opening = raw[position]
@@ -355,14 +360,14 @@ def _quoted_spans(raw: str) -> Iterable[str]:
         if not opens:
             position += 1
             continue
-        rest = raw[position + 1:]
-        close = _closing(rest, opening)
+        window = position + 1 + QUOTED_LONGEST
+        close = _closing(raw, opening, position + 1, window)
         if close < 0:
-            position += 1
+            position = window
             continue
-        if close >= QUOTED_SPAN:
-            yield rest[:close]
-        position += close + 2
+        if close - position - 1 >= QUOTED_SPAN:
+            yield raw[position + 1:close]
+        position = close + 1
 
 
 def _quoted(raw: str, index: int) -> LooseError | None:
