@@ -317,11 +317,11 @@ def test_every_versions_wording_of_two_devices_in_one_op(message):
 
 
 @pytest.mark.parametrize("message", [
-    "IndexError: The shape of the mask [845] at index 0does not match the shape of the indexed "
-    "tensor [5, 13, 13] at index 0",   # torch 1.0 - 1.1 printed no space
-    "RuntimeError: inconsistent tensor size, expected tensor [256 x 256] and mask [256] to have "
+    ("IndexError: The shape of the mask [845] at index 0does not match the shape of the indexed "
+    "tensor [5, 13, 13] at index 0"),   # torch 1.0 - 1.1 printed no space
+    ("RuntimeError: inconsistent tensor size, expected tensor [256 x 256] and mask [256] to have "
     "the same number of elements, but got 65536 and 256 elements respectively at "
-    "/pytorch/torch/lib/TH/generic/THTensorMath.c:138",
+    "/pytorch/torch/lib/TH/generic/THTensorMath.c:138"),
 ])
 def test_a_boolean_masks_shape_in_old_wordings(message):
     assert top(message) == "index.mask_shape"
@@ -352,18 +352,18 @@ def test_msvc_builds_name_the_reduced_precision_type_with_its_keyword(message):
     "RuntimeError: cholesky_cuda: For batch 6: U(1,1) is zero, singular U.",
     "RuntimeError: torch.linalg.cholesky: U(70,70) is zero, singular U.",
     "RuntimeError: solve_cpu: For batch 0: U(3,3) is zero, singular U.",
-    "RuntimeError: Lapack Error in gesv : U(2,2) is zero, singular U. at "
-    "/pytorch/aten/src/TH/generic/THTensorLapack.cpp:47",
-    "RuntimeError: MAGMA gesv : U(2,2) is zero, singular U. at "
-    "/pytorch/aten/src/THC/generic/THCTensorMathMagma.cu:53",
-    "RuntimeError: symeig_cpu: the algorithm failed to converge; 2 off-diagonal elements of an "
-    "intermediate tridiagonal form did not converge to zero.",
+    ("RuntimeError: Lapack Error in gesv : U(2,2) is zero, singular U. at "
+    "/pytorch/aten/src/TH/generic/THTensorLapack.cpp:47"),
+    ("RuntimeError: MAGMA gesv : U(2,2) is zero, singular U. at "
+    "/pytorch/aten/src/THC/generic/THCTensorMathMagma.cu:53"),
+    ("RuntimeError: symeig_cpu: the algorithm failed to converge; 2 off-diagonal elements of an "
+    "intermediate tridiagonal form did not converge to zero."),
     "RuntimeError: svd_cuda: the updating process of SBDSDC did not converge (error: 11)",
-    "torch._C._LinAlgError: linalg.cholesky: (Batch element 0): The factorization could not be "
+    ("torch._C._LinAlgError: linalg.cholesky: (Batch element 0): The factorization could not be "
     "completed because the input is not positive-definite (the leading minor of order 2 is not "
-    "positive-definite).",
-    "torch._C._LinAlgError: linalg.inv: (Batch element 3): The diagonal element 2 is zero, the "
-    "inversion could not be completed because the input matrix is singular.",
+    "positive-definite)."),
+    ("torch._C._LinAlgError: linalg.inv: (Batch element 3): The diagonal element 2 is zero, the "
+    "inversion could not be completed because the input matrix is singular."),
 ])
 def test_every_versions_wording_of_a_failed_factorization(message):
     assert top(message) == "numerics.linalg_ill_conditioned"
