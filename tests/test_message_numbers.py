@@ -19,28 +19,28 @@ KB = load_knowledge(include_user=False, use_cache=False, report=False)
 
 BATCH_AS_CHANNELS = [
     # Conv2d, flattened RGB images, batch 32
-    "My batch size is 32 and the first layer is nn.Conv2d(3, 32, 5).\n"
+    ("My batch size is 32 and the first layer is nn.Conv2d(3, 32, 5).\n"
     "RuntimeError: Given groups=1, weight of size [32, 3, 5, 5], expected input[1, 32, 3, 784] "
-    "to have 3 channels, but got 32 channels instead",
+    "to have 3 channels, but got 32 channels instead"),
     # Conv3d, volumes without their channel dimension, batch_size=4
-    "DataLoader(ds, batch_size=4) with nn.Conv3d(1, 32, 3):\n"
+    ("DataLoader(ds, batch_size=4) with nn.Conv3d(1, 32, 3):\n"
     "RuntimeError: Given groups=1, weight of size [32, 1, 3, 3, 3], expected input[1, 4, 193, 229, 193] "
-    "to have 1 channels, but got 4 channels instead",
+    "to have 1 channels, but got 4 channels instead"),
     # Conv1d, a batch of 16 sequences with no channel dimension
-    "batches of 16 sequences go into nn.Conv1d(1, 8, 3)\n"
+    ("batches of 16 sequences go into nn.Conv1d(1, 8, 3)\n"
     "RuntimeError: Given groups=1, weight of size [8, 1, 3], expected input[1, 16, 100] "
-    "to have 1 channels, but got 16 channels instead",
+    "to have 1 channels, but got 16 channels instead"),
 ]
 CHANNELS_ONLY = [
     # a real batch of one with 64 channels: a layer wired wrong, no batch size stated
-    "RuntimeError: Given groups=1, weight of size [64, 3, 1, 1], expected input[1, 64, 8, 8] "
-    "to have 3 channels, but got 64 channels instead",
+    ("RuntimeError: Given groups=1, weight of size [64, 3, 1, 1], expected input[1, 64, 8, 8] "
+    "to have 3 channels, but got 64 channels instead"),
     # the batch size stated is not the channel count torch read
-    "batch size 16\nRuntimeError: Given groups=1, weight of size [64, 3, 3, 3], expected "
-    "input[1, 1, 256, 256] to have 3 channels, but got 1 channels instead",
+    ("batch size 16\nRuntimeError: Given groups=1, weight of size [64, 3, 3, 3], expected "
+    "input[1, 1, 256, 256] to have 3 channels, but got 1 channels instead"),
     # batched input: the leading size is the batch, not the 1 torch adds
-    "batch_size=32\nRuntimeError: Given groups=1, weight of size [64, 3, 3, 3], expected "
-    "input[32, 64, 64, 64] to have 3 channels, but got 64 channels instead",
+    ("batch_size=32\nRuntimeError: Given groups=1, weight of size [64, 3, 3, 3], expected "
+    "input[32, 64, 64, 64] to have 3 channels, but got 64 channels instead"),
 ]
 
 

@@ -19,9 +19,9 @@ KB = load_knowledge(include_user=False, use_cache=False, report=False)
 CROSSED = ["code from before torch 0.4 run on a later torch"]
 
 OLD_CODE_OOM = [
-    "The demo runs under pytorch 0.3.0 but under pytorch 0.4.0 it fails with\n"
+    ("The demo runs under pytorch 0.3.0 but under pytorch 0.4.0 it fails with\n"
     "RuntimeError: cuda runtime error (2) : out of memory at /opt/conda/conda-bld/pytorch_1525812548180"
-    "/work/aten/src/THC/generic/THCStorage.cu:58",
+    "/work/aten/src/THC/generic/THCStorage.cu:58"),
     "I ported the repository to torch 1.0.1; training works but the test pass runs out of memory.",
     "Works with PyTorch 0.3.1. With torch 0.4.1 evaluation dies: CUDA out of memory.",
 ]
@@ -29,8 +29,8 @@ NOT_OLD_CODE = [
     # a regression between two releases after 0.4
     "After upgrading to pytorch 0.4.1 GPU memory keeps growing until out of memory; on torch 0.4.0 it was fine.",
     # the flag already replaced
-    "Ported the code to PyTorch 1.1; I already replaced volatile=True with torch.no_grad() but "
-    "validation memory still explodes.",
+    ("Ported the code to PyTorch 1.1; I already replaced volatile=True with torch.no_grad() but "
+    "validation memory still explodes."),
     # no memory in the report
     "Going back to torch 0.3.1 fixed it; under torch 0.4.0 training hangs after one epoch.",
 ]
