@@ -59,3 +59,9 @@ def test_divergence_leads_over_the_nan_entry(text):
 def test_a_nan_at_step_zero_without_a_changed_batch_stays_the_nan_entry():
     assert str(diagnose("loss is nan at step 0, batch size 32", KB).matches[0].entry.id) == (
         "numerics.nan_loss")
+
+
+def test_a_changed_batch_does_not_overrule_a_nan_before_any_update():
+    text = ("I set IMS_PER_BATCH = 2 and left every other parameter unchanged, and the loss is "
+            "nan from the very first iteration")
+    assert str(diagnose(text, KB).matches[0].entry.id) == "numerics.nan_loss"
