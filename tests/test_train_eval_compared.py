@@ -98,3 +98,20 @@ def test_a_loss_said_to_be_negative_is_nll_on_probabilities(text):
 def test_the_training_loss_highest_of_the_curves_is_read_in_chinese():
     text = "三条曲线里 train loss 最大,valid loss 小很多,test loss 更小,这正常吗?"
     assert diagnose(text, KB).matches[0].entry.id == "training.train_loss_above_val"
+
+
+@pytest.mark.parametrize("text", [
+    "The loss sits at 2.303 and accuracy at 10% on CIFAR-10. Raising the learning rate changed nothing.",
+    "Loss stuck at 2.30 and accuracy 10% every epoch on CIFAR-10; increasing the learning rate did not help.",
+    "CIFAR-10 上 loss 一直是 2.303,准确率 10%。调大学习率也没用。",
+])
+def test_a_remedy_that_failed_is_a_cause_ruled_out_not_a_symptom(text):
+    found = diagnose(text, KB).matches
+    assert found[0].entry.id == "training.loss_constant"
+    assert "training.lr_too_high" not in [match.entry.id for match in found]
+
+
+def test_the_same_remedy_that_helped_still_counts():
+    text = "The loss blew up to nan after a few epochs; lowering the learning rate fixed it."
+    ids = [match.entry.id for match in diagnose(text, KB).matches]
+    assert "training.lr_too_high" in ids[:2]

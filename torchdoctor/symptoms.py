@@ -564,6 +564,29 @@ def _vocabulary(entry: object) -> tuple[str, ...]:
                          for word in _spelled(branch)}))
 
 
+# What a person already tried and saw fail: "raising the learning rate changed nothing",
+# "adding dropout did not help". A phrase said of a remedy that failed is a cause ruled out,
+# not a symptom of it, so the rest of its sentence is read for the verdict.
+_NO_HELP = re.compile(
+    r"\b(?:changed nothing|nothing changed|(?:did|does|do|has|have|had|would|will)(?:n't| not| never)\s+"
+    r"(?:help\w*|chang\w*|fix\w*|work\w*|matter\w*|make (?:a|any) difference|improv\w*|solv\w*)"
+    r"|didn't help|no (?:effect|difference|improvement|luck|change)|made no difference|to no avail"
+    r"|(?:was|were|is|are|all|both) (?:useless|in vain)|did not help)\b", re.IGNORECASE)
+_VERDICT_REACH = 100
+
+
+def _ruled_out(seen: str, found: re.Match[str]) -> bool:
+    """Whether the sentence a hit sits in goes on to say that what it names did not help."""
+    rest = seen[found.end():found.end() + _VERDICT_REACH]
+    end = re.search(r"[.!?\n]|;\s", rest)
+    return bool(_NO_HELP.search(rest[:end.start()] if end else rest))
+
+
+def _standing(compiled: Any, seen: str) -> re.Match[str] | None:
+    """The first hit of ``compiled`` in ``seen`` that its sentence does not rule out."""
+    return next((found for found in compiled.finditer(seen) if not _ruled_out(seen, found)), None)
+
+
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
@@ -604,8 +627,8 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
                 continue  # one search settles a miss; branches are only read on a hit
             hits = [(branch, found) for branch in branches
                     if (compiled := _compile(branch)) is not None
-                    and (found := compiled.search(seen) or (
-                        words and compiled.search(words))) is not None]
+                    and (found := _standing(compiled, seen) or (
+                        words and _standing(compiled, words))) is not None]
             if hits:
                 claims.append(hits)
         if claims:
