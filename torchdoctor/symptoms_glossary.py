@@ -162,7 +162,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|остальн\w+\s+(?:GPU|карт\w*|видеокарт\w*)|других\s+(?:GPU|карт\w*|видеокарт\w*)"),
      " the other cards "),
     (r"占(?:用|着|了)?(?=\s*GPU 0\b)", " hold memory on "),
-    (r"进程|プロセス|프로세스", " process "),
+    (r"进程|プロセス|프로세스", " the process "),
     # A run split over processes by a launcher: "分布式训练", "分散学習", "분산 학습", "распределённое обучение".
     (r"分布式|分散(?:学習|訓練|並列)|분산\s*(?:학습|훈련)|распредел[её]нн\w*", " distributed "),
     (r"(?:和|跟|与)单卡(?:时|的时候)?(?:一样|相同|差不多)", " the same as on one GPU "),
