@@ -186,3 +186,68 @@ def test_the_words_for_several_gpus_one_gpu_and_an_unwrapped_model_read_as_engli
     read = in_english("单机多卡训练,单卡加载,不包 DataParallel 的话推理报错")
     assert "multiple GPUs" in read and "single GPU" in read and "load" in read
     assert "without the wrapper" in read and "inference" in read
+
+
+# Runs that differ with their seeds fixed, host memory that stops growing once the workers
+# are off, several cards hardly faster, a card's utilisation that swings, a result good
+# again in train(), memory kept after del and gc.collect (the cache) or after empty_cache
+# (the context), a training process killed part way, card 0 fuller than the others with
+# the wrapper named, and a checkpoint's two shapes retold: each in several languages.
+IN_EVERY_LANGUAGE = [
+ ("other.nondeterminism", "随机种子都固定了，可每次训练的结果都不一样"),
+ ("other.nondeterminism", "隨機種子都固定了，但每次訓練結果都不同"),
+ ("other.nondeterminism", "シードを固定しているのに、学習するたびに結果が違います"),
+ ("other.nondeterminism", "시드를 고정했는데도 학습할 때마다 결과가 다릅니다"),
+ ("other.nondeterminism", "Я зафиксировал сид, но каждый запуск даёт разные результаты"),
+ ("other.nondeterminism", "Fijé la semilla pero cada entrenamiento da resultados diferentes"),
+ ("dataloader.worker_copy_on_read", "训练时内存一直往上涨，num_workers 设成 0 内存就不涨了"),
+ ("dataloader.worker_copy_on_read", "学習中にメインメモリが増え続けますが、num_workers=0 にするとメインメモリが増えなくなります"),
+ ("dataloader.worker_copy_on_read", "학습 중 시스템 메모리가 계속 증가하는데 num_workers=0 으로 하면 시스템 메모리가 늘지 않아요"),
+ ("dataloader.worker_copy_on_read", "Оперативная память постоянно растёт во время обучения, а с num_workers=0 перестаёт расти"),
+ ("dataloader.worker_copy_on_read", "RAM keeps growing during training; with num_workers=0 the memory stops growing"),
+ ("distributed.dataparallel_overhead", "用两张卡训练，双卡几乎没快多少"),
+ ("distributed.dataparallel_overhead", "マルチGPUで学習してもほとんど速くならない"),
+ ("distributed.dataparallel_overhead", "멀티 GPU 로 학습해도 거의 빨라지지 않습니다"),
+ ("distributed.dataparallel_overhead", "На двух GPU обучение почти не быстрее, чем на одной"),
+ ("distributed.dataparallel_overhead", "Training on two GPUs is barely faster than on one"),
+ ("dataloader.input_bottleneck", "训练时 GPU 利用率波动很大，忽高忽低"),
+ ("dataloader.input_bottleneck", "学習中の GPU 使用率が変動が大きく、安定しません"),
+ ("dataloader.input_bottleneck", "학습 중 GPU 사용률이 요동칩니다"),
+ ("dataloader.input_bottleneck", "Утилизация GPU скачет во время обучения"),
+ ("training.batchnorm_running_stats", "测试时用 model.eval() 结果很差，把 model.eval() 改成 model.train() 效果马上就好了"),
+ ("training.batchnorm_running_stats", "テストで model.eval() を model.train() に変えると結果が良くなります"),
+ ("training.batchnorm_running_stats", "model.eval() 대신 model.train() 을 쓰면 결과가 좋아집니다"),
+ ("memory.caching_allocator", "推理完以后 del model 再 gc.collect()，显存还是不释放"),
+ ("memory.caching_allocator", "推論後に del model と gc.collect() をしてもGPUメモリが解放されない"),
+ ("memory.caching_allocator", "del model 후 gc.collect() 를 해도 GPU 메모리가 해제되지 않아요"),
+ ("memory.caching_allocator", "После del model и gc.collect() видеопамять не освобождается"),
+ ("memory.cuda_context_reserved", "After del and torch.cuda.empty_cache() the GPU still shows 500 MiB in use"),
+ ("memory.growing", "训练了几个 epoch 之后进程就被 killed 了"),
+ ("memory.growing", "数エポック学習するとプロセスが kill されます"),
+ ("memory.growing", "After a few epochs the training process gets killed"),
+ ("distributed.ddp_contexts_on_gpu0", "DDP 训练时第一张卡的显存比其他卡多很多，其他卡的进程也占用 0 号卡"),
+ ("distributed.ddp_contexts_on_gpu0", "With torchrun on 4 GPUs, GPU 0 runs out of memory while the other GPUs still have room"),
+ ("distributed.dataparallel_imbalance", "With nn.DataParallel on 4 GPUs, GPU 0 runs out of memory while the other GPUs still have room"),
+ ("distributed.dataparallel_imbalance", "用 DataParallel 训练，0 号卡显存满了，其他卡还空着很多"),
+ ("state_dict.size_mismatch", "加载预训练权重时报错：形状为 [1000, 512] 的参数要加载进形状为 [10, 512] 的 fc.weight"),
+ ("state_dict.size_mismatch", "学習済みの重みを読み込むと、fc.weight の形が (1000, 512) なのにモデルは (10, 512) だと言われます"),
+ ("state_dict.size_mismatch", "가중치를 로드할 때 fc.weight 가 [1000, 512] 인데 모델은 [10, 512] 라고 합니다"),
+ ("state_dict.size_mismatch", "При загрузке весов fc.weight имеет форму [1000, 512], а модель ждёт [10, 512]"),
+]
+
+
+@pytest.mark.parametrize(("entry", "text"), IN_EVERY_LANGUAGE,
+                         ids=[f"{e}-{i}" for i, (e, _) in enumerate(IN_EVERY_LANGUAGE)])
+def test_the_same_fact_told_in_any_language_reaches_its_entry(entry, text):
+    assert _top(text) == entry
+
+
+def test_loading_is_not_adding():
+    """没加载 ("did not load") holds 没加 ("did not add"), which says a call left out."""
+    read = in_english("pretrained 设的是 False，没有加载预训练模型")
+    assert "without calling" not in read and "load" in read
+
+
+def test_host_memory_is_told_from_the_gpus_in_chinese():
+    read = in_english("机器内存一直往上涨，显存倒是没变")
+    assert "RAM memory" in read and "GPU memory" in read

@@ -60,10 +60,11 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|(?:wächst|steigt|nimmt)\s+(?:ständig|stetig|immer weiter|kontinuierlich|mit jede\w)\w*(?:\s+zu)?"
      r"|(?:ständig|stetig|immer weiter)\s+(?:wächst|steigt|an)"),
      "keeps growing"),
-    (r"显存|ビデオメモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
+    (r"显存|ビデオメモリ|GPU\s*メモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
      "GPU memory"),
     # Chinese tells the host's memory (内存) from the GPU's (显存); the other languages use one word.
-    (r"主机内存|系统内存|内存", "RAM memory"),
+    (r"主机内存|系统内存|内存|メインメモリ|主記憶|システムメモリ|시스템\s*메모리|\b램\b|оперативн\w*\s+памят\w*|\bОЗУ\b"
+     r"|memoria\s+RAM|mem[óo]ria\s+RAM|Hauptspeicher", "RAM memory"),
     (r"メモリ|메모리|\bпамят\w*|\bmemoria\b|\bmem[óo]ria\b|\bArbeitsspeicher\b|\bSpeicher\b", "memory"),
     # --- hangs ----------------------------------------------------------------------
     (r"(?:就|再也|也|都)?不(?:再)?卡了?(?=[，,。.;；\s]|$)", " works fine"),
@@ -184,7 +185,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"固定(?:了|住|好)?|固定し\w{0,3}|고정\w{0,3}|зафиксирова\w*|\bfij(?:o|a|é|ada|ado|adas|ados|ar)\b"
      r"|\bfix(?:o|a|ado|ada|ei|ados|adas)\b|\bfestgelegt\b|\bfixiert\b"),
      " fixed "),
-    ((r"不(?:太)?一样|不一樣|不同|不一致|不相同|違う|違い(?:ます|ました)|異な\w{0,3}|バラバラ|다르\w{0,3}|달라\w{0,3}"
+    ((r"不(?:太)?一样|不一樣|不同|不一致|不相同|違う|違い(?:ます|ました)|異な\w{0,3}|バラバラ|다르\w{0,3}|다릅\w{0,3}|달라\w{0,3}|다른\s*결과"
      r"|\bразн(?:ые|ый|ая|ое|ых)\b|\bотлича\w*|\bdiferentes?\b|\bdistint[oa]s\b|\bunterschiedlich\w*"),
      " different "),
     # --- random numbers that repeat --------------------------------------------------
@@ -235,9 +236,10 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|\bapenas\s+(?:m[áa]s\s+)?r[áa]pid\w*|\bkaum\s+schneller\b"),
      " barely faster "),
     # How busy a GPU is, and a figure that swings: "GPU 利用率波动很大", "GPU使用率が変動".
+    ((r"(?:загрузк|утилизаци)\w*\s+(?:GPU|ГПУ|видеокарт\w*)|\butiliza(?:ci[óo]n|[çc][ãa]o)\s+d[eao]\s+(?:la\s+)?GPU"),
+     " GPU utilization "),
     (r"利用率|使用率|使用効率|稼働率|사용률|이용률|утилизаци\w*|\butilizaci[óo]n\b|\butiliza[çc][ãa]o\b|Auslastung",
      " utilization "),
-    (r"загрузк\w*\s+(?=GPU|ГПУ|видеокарт)", " utilization of "),
     ((r"(?:波动|忽高忽低|时高时低|上下(?:波动|跳动?))(?:非常|很|特别|比较)?(?:大|厉害)?|変動(?:が(?:大きい|激しい))?|乱高下"
      r"|요동\w{0,3}|들쭉날쭉|\bскач\w*|\bколебл\w*|\bfluct[uú]a\w*|\bschwank\w*"),
      " fluctuates "),
@@ -255,6 +257,9 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"被\s*(?:kill(?:ed)?|杀)(?:掉|死)?(?:了)?|(?:kill|Killed?)\s*(?:された|され)|(?:kill|Killed?)\s*(?:당|되)\w{0,3}"
      r"|\bубива\w*|\bубит\w*|\b(?:es|fue)\s+(?:matado|terminado)\b|\bwird\s+(?:gekillt|beendet)\b"),
      " gets killed "),
+    ((r"(?:на\s+)?(?:двух|тр[её]х|четыр[её]х|нескольких|восьми)\s+(?:GPU|ГПУ|видеокарт\w*|карт\w*)"
+     r"|(?:두|세|네|여러)\s*(?:개의?\s*)?GPU|GPU\s*(?:두|세|네|여러)\s*개"),
+     " on multiple GPUs "),
     (r"双卡|マルチGPU|複数(?:の)?GPU|멀티\s*GPU|다중\s*GPU", " multiple GPUs "),
     (r"シングルGPU|単一(?:の)?GPU|단일\s*GPU|싱글\s*GPU", " single GPU "),
     # A model loaded without the wrapper it was trained in ("不包一层的话"), and loading itself.
