@@ -194,6 +194,12 @@ def test_the_words_for_several_gpus_one_gpu_and_an_unwrapped_model_read_as_engli
 # (the context), a training process killed part way, card 0 fuller than the others with
 # the wrapper named, and a checkpoint's two shapes retold: each in several languages.
 IN_EVERY_LANGUAGE = [
+ ("distributed.dataparallel_imbalance", "С DataParallel 0-я карта забита под завязку, а остальные карты заполнены наполовину"),
+ ("distributed.dataparallel_imbalance", "DataParallel を使うと 0番目のGPU だけメモリが多く使われ、他のGPUは半分しか使っていません"),
+ ("distributed.dataparallel_imbalance", "DataParallel 로 학습하면 0번 GPU 메모리만 가득 차고 다른 GPU 는 절반만 사용합니다"),
+ ("distributed.ddp_contexts_on_gpu0", "При обучении с DDP процессы других GPU тоже занимают память на нулевой видеокарте"),
+ ("distributed.ddp_contexts_on_gpu0", "DDP で学習すると、他のGPUのプロセスも 0番目のGPU のメモリを使っています"),
+ ("distributed.ddp_contexts_on_gpu0", "DDP 로 학습할 때 다른 GPU 의 프로세스도 0번 GPU 메모리를 차지합니다"),
  ("other.nondeterminism", "随机种子都固定了，可每次训练的结果都不一样"),
  ("other.nondeterminism", "隨機種子都固定了，但每次訓練結果都不同"),
  ("other.nondeterminism", "シードを固定しているのに、学習するたびに結果が違います"),
