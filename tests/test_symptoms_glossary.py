@@ -257,3 +257,13 @@ def test_loading_is_not_adding():
 def test_host_memory_is_told_from_the_gpus_in_chinese():
     read = in_english("机器内存一直往上涨，显存倒是没变")
     assert "RAM memory" in read and "GPU memory" in read
+
+
+@pytest.mark.parametrize("text", [
+    "已经设了梯度裁剪，日志里 grad_norm 还是 nan",
+    "勾配クリッピングを入れても grad_norm が nan になります",
+    "그래디언트 클리핑을 했는데도 grad_norm 이 nan 입니다",
+    "Включил обрезку градиентов, но grad_norm всё равно nan",
+])
+def test_gradient_clipping_is_read_in_every_language(text):
+    assert "gradient clipping" in in_english(text)

@@ -92,6 +92,10 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"(?:设|调|改|设置)(?:成|为|到)(?=\s*\d)|(?:を|를|을)(?=\s*\d)", " = "),
     (r"(?<=\d)\s*(?:に|로|으로)\s*(?:設定|変更|설정|변경)\w{0,4}", " "),
     # --- gradients None or zero -----------------------------------------------------
+    # Clipping named with its object: "梯度裁剪", "勾配クリッピング", "обрезка градиентов".
+    ((r"梯度(?:裁剪|截断)|勾配(?:の)?クリッピング|(?:그래디언트|기울기)\s*클리핑|\b(?:обрезк|клиппинг)\w*\s+градиент\w*"
+     r"|\bградиентн\w*\s+(?:обрезк|клиппинг)\w*|\brecorte\s+de\s+gradientes?\b|\bGradient(?:en)?-?Clipping\b"),
+     " gradient clipping "),
     (r"梯度", " gradient "),
     (r"勾配", " gradient "),
     (r"기울기|그래디언트", " gradient "),
@@ -123,7 +127,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"(?:一直|还是|始终|总是)?(?:不下降|不降|降不下去|没有下降|没下降)|下がらない|줄지\s*않|не\s+(?:падает|уменьшается|снижается)"
      r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht"),
      " does not decrease"),
-    (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
+    (r"(?:还是|仍然|依然|依旧|还会)(?=\S)|\bвс[её]\s+равно\b|\bпо-прежнему\b|여전히|それでも", " still "),
     # Whether a call is needed, and a call left out: "不需要 model.eval() 吗", "不调用 eval".
     (r"不应该|不应当", " should not "),
     (r"是不是(?:应该|应当|要)|是否(?:应该|应当)|应该|应当|(?:する|呼ぶ)べき", " should "),
