@@ -267,3 +267,30 @@ def test_host_memory_is_told_from_the_gpus_in_chinese():
 ])
 def test_gradient_clipping_is_read_in_every_language(text):
     assert "gradient clipping" in in_english(text)
+
+
+# The same facts written in traditional characters and Taiwan's words (記憶體, 顯示卡, 分散式).
+IN_TRADITIONAL_CHARACTERS = [
+ ("other.nondeterminism", "隨機種子都固定了，但每次訓練的結果都不一樣"),
+ ("dataloader.worker_copy_on_read", "訓練時記憶體一直往上漲，num_workers 設成 0 記憶體就不漲了"),
+ ("distributed.dataparallel_overhead", "用兩張卡訓練，雙卡幾乎沒快多少"),
+ ("dataloader.input_bottleneck", "訓練時 GPU 利用率波動很大"),
+ ("memory.caching_allocator", "推理完以後 del model 再 gc.collect()，顯存還是沒有釋放"),
+ ("memory.growing", "訓練了幾個 epoch 之後進程就被 killed 了"),
+ ("distributed.ddp_contexts_on_gpu0", "分散式訓練時，其他顯示卡的進程也會佔用 0 號卡的顯存"),
+ ("distributed.dataparallel_imbalance", "用 DataParallel 訓練，0 號卡顯存比其他卡多很多"),
+ ("state_dict.size_mismatch", "載入預訓練權重時：形狀為 [1000, 512] 的參數要載入形狀為 [10, 512] 的 fc.weight"),
+ ("memory.growing", "训练几个 epoch 之后显存越来越大，最后爆显存"),
+]
+
+
+@pytest.mark.parametrize(("entry", "text"), IN_TRADITIONAL_CHARACTERS,
+                         ids=[f"{e}-{i}" for i, (e, _) in enumerate(IN_TRADITIONAL_CHARACTERS)])
+def test_the_same_fact_in_traditional_characters_reaches_its_entry(entry, text):
+    assert _top(text) == entry
+
+
+def test_japanese_keeps_the_characters_it_shares_with_traditional_chinese():
+    """学習 and 問題 are Japanese as written; read as simplified they would be words no wording holds."""
+    read = in_english("学習が進まない。num_workers=0 なら問題なく動きます")
+    assert "model is not learning" in read and "works fine" in read

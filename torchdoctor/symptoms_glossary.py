@@ -287,6 +287,15 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
 # What NFKC leaves: the ideographic full stop and the enumeration comma.
 _CJK_STOPS = str.maketrans({"。": ". ", "、": ", "})
+# Traditional characters of the words above, read as the simplified ones the glossary spells
+# ("顯存沒有釋放" is "显存没有释放"), and the words Taiwan uses where the mainland uses others
+# (記憶體 for 内存, 顯示卡 for 显卡, 分散式 for 分布式). Japanese writes many of the same
+# characters (動, 問題, 学習's 習) in words the glossary reads as they are, so a text with
+# kana keeps its characters.
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_TRADITIONAL = str.maketrans("顯記憶體釋進動張塊號沒為幾雙單續訓練斷點載權數樣隨機種與個們時長漲測試驗結變後開總還這裡佔滿準預輸損學習斂啟設調會應無處問題並於從頭錯誤報參網絡層別執緒", "显记忆体释进动张块号没为几双单续训练断点载权数样随机种与个们时长涨测试验结变后开总还这里占满准预输损学习敛启设调会应无处问题并于从头错误报参网络层别执绪")
+_TAIWAN_WORDS = ((re.compile(r"记忆体"), "内存"), (re.compile(r"显示卡"), "显卡"),
+                 (re.compile(r"分散式|分布式|分佈式"), "分布式"), (re.compile(r"随机数种子|乱数种子"), "随机种子"))
 
 
 def in_english(text: str) -> str | None:
@@ -294,6 +303,10 @@ def in_english(text: str) -> str | None:
     it has none (an English description needs no copy)."""
     text = bounded(text)
     folded = unicodedata.normalize("NFKC", text).translate(_CJK_STOPS)
+    if not _KANA.search(folded):
+        folded = folded.translate(_TRADITIONAL)
+        for word, mainland in _TAIWAN_WORDS:
+            folded = word.sub(mainland, folded)
     read = folded
     for wording, english in _COMPILED:
         read = wording.sub(lambda _found, said=english: f" {said.strip()} ", read)
