@@ -259,7 +259,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|요동\w{0,3}|들쭉날쭉|\bскач\w*|\bколебл\w*|\bfluct[uú]a\w*|\bschwank\w*"),
      " fluctuates "),
     # Memory a call should have given back: "显存一直不释放", "解放されない", "не освобождается".
-    ((r"(?:一直|始终|还是)?(?:不|没(?:有)?)(?:被)?释放(?:掉)?|释放不(?:了|掉)|解放されな\w{0,3}|解放されず|해제(?:가)?\s*(?:되지|안)\s*\w{0,3}"
+    ((r"(?:一直|始终|还是)?(?:不|没(?:有)?)(?:会|能)?(?:马上|立刻|立即|及时|自动)?(?:被)?释放(?:掉)?|释放不(?:了|掉)|解放されな\w{0,3}|解放されず|해제(?:가)?\s*(?:되지|안)\s*\w{0,3}"
      r"|\bне\s+освобо\w*|\bno\s+se\s+libera\w*|\bn[ãa]o\s+(?:é\s+)?liberad\w*|\bnicht\s+freigegeben\b"),
      " is not released "),
     # A result that became good or normal once something was switched: "效果马上就好了".
