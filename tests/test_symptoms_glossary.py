@@ -199,7 +199,6 @@ IN_EVERY_LANGUAGE = [
  ("training.batchnorm_running_stats", "С model.eval() результаты очень плохие, в сети есть BatchNorm"),
  ("distributed.dataparallel_imbalance", "DataParallel だと 0番目のGPU のメモリがいっぱいになります"),
  ("distributed.dataparallel_imbalance", "DataParallel 을 쓰면 0번 GPU 메모리가 가득 차요"),
-
  ("distributed.dataparallel_imbalance", "С DataParallel 0-я карта забита под завязку, а остальные карты заполнены наполовину"),
  ("distributed.dataparallel_imbalance", "DataParallel を使うと 0番目のGPU だけメモリが多く使われ、他のGPUは半分しか使っていません"),
  ("distributed.dataparallel_imbalance", "DataParallel 로 학습하면 0번 GPU 메모리만 가득 차고 다른 GPU 는 절반만 사용합니다"),

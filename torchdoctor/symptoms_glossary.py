@@ -63,8 +63,8 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"显存|ビデオメモリ|GPU\s*メモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
      "GPU memory"),
     # Chinese tells the host's memory (内存) from the GPU's (显存); the other languages use one word.
-    (r"主机内存|系统内存|内存|メインメモリ|主記憶|システムメモリ|시스템\s*메모리|\b램\b|оперативн\w*\s+памят\w*|\bОЗУ\b"
-     r"|memoria\s+RAM|mem[óo]ria\s+RAM|Hauptspeicher", "RAM memory"),
+    ((r"主机内存|系统内存|内存|メインメモリ|主記憶|システムメモリ|시스템\s*메모리|\b램\b|оперативн\w*\s+памят\w*|\bОЗУ\b"
+      r"|memoria\s+RAM|mem[óo]ria\s+RAM|Hauptspeicher"), "RAM memory"),
     (r"メモリ|메모리|\bпамят\w*|\bmemoria\b|\bmem[óo]ria\b|\bArbeitsspeicher\b|\bSpeicher\b", "memory"),
     # --- hangs ----------------------------------------------------------------------
     (r"(?:就|再也|也|都)?不(?:再)?卡了?(?=[，,。.;；\s]|$)", " works fine"),
