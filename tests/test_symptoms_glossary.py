@@ -299,3 +299,24 @@ def test_japanese_keeps_the_characters_it_shares_with_traditional_chinese():
     """学習 and 問題 are Japanese as written; read as simplified they would be words no wording holds."""
     read = in_english("学習が進まない。num_workers=0 なら問題なく動きます")
     assert "model is not learning" in read and "works fine" in read
+
+
+# Who was killed decides: the training process itself (host memory ran out over the run) or
+# one of the loader's workers.
+KILLED = [
+    ("memory.growing", "训练了几个 epoch 之后进程就被 killed 了"),
+    ("memory.growing", "数エポック学習するとプロセスが kill されます"),
+    ("memory.growing", "몇 에폭 학습하면 프로세스가 kill 당합니다"),
+    ("memory.growing", "После нескольких эпох процесс обучения убивается"),
+    ("memory.growing", "After a few epochs the training process gets killed"),
+    ("dataloader.worker_killed", "训练到一半 DataLoader 的 worker 进程被 killed 了"),
+    ("dataloader.worker_killed", "ワーカープロセスが kill されます"),
+    ("dataloader.worker_killed", "워커 프로세스가 kill 당합니다"),
+    ("dataloader.worker_killed", "Воркер DataLoader убит посреди эпохи"),
+    ("dataloader.worker_killed", "Halfway through an epoch a DataLoader worker is killed"),
+]
+
+
+@pytest.mark.parametrize(("entry", "text"), KILLED, ids=[f"{e}-{i}" for i, (e, _) in enumerate(KILLED)])
+def test_the_process_killed_is_told_from_a_worker_killed_in_every_language(entry, text):
+    assert _top(text) == entry

@@ -179,7 +179,10 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # Training picked up again from a checkpoint: "断点续训", "チェックポイントから再開".
     ((r"断点续(?:训|练|跑)|从断点(?:恢复|继续)(?:训练)?|チェックポイントから(?:学習を)?再開\w{0,3}|체크포인트에서\s*(?:학습을\s*)?재개\w{0,3}"
      r"|возобнов\w*\s+(?:обучени\w*\s+)?с\s+(?:чекпоинта|контрольной\s+точки)"), " resume from checkpoint "),
-    (r"进程|プロセス|프로세스", " the process "),
+    # A loader's worker is not the training process: "worker 进程被 killed" is a worker killed.
+    ((r"(?:worker|dataloader|data\s*loader)\s*(?:的)?\s*(?:子)?进程|工作进程|ワーカー(?:プロセス)?|워커(?:\s*프로세스)?"
+      r"|\bворкер\w*|\bрабоч\w+\s+процесс\w*"), " worker process "),
+    (r"进程|プロセス|프로세스|\bпроцесс(?:\s+обучения)?\b", " the process "),
     # A run split over processes by a launcher: "分布式训练", "分散学習", "분산 학습", "распределённое обучение".
     (r"分布式|分散(?:学習|訓練|並列)|분산\s*(?:학습|훈련)|распредел[её]нн\w*", " distributed "),
     (r"(?:和|跟|与)单卡(?:时|的时候)?(?:一样|相同|差不多)", " the same as on one GPU "),
@@ -274,7 +277,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # A process the system killed: "进程被 killed 掉", "プロセスが kill された", "процесс убивается".
     ((r"被\s*(?:kill(?:ed)?|杀)(?:掉|死)?(?:了)?|(?:kill|Killed?)\s*(?:された|され)|(?:kill|Killed?)\s*(?:당|되)\w{0,3}"
      r"|\bубива\w*|\bубит\w*|\b(?:es|fue)\s+(?:matado|terminado)\b|\bwird\s+(?:gekillt|beendet)\b"),
-     " gets killed "),
+     " is killed "),
     ((r"(?:на\s+)?(?:двух|тр[её]х|четыр[её]х|нескольких|восьми)\s+(?:GPU|ГПУ|видеокарт\w*|карт\w*)"
      r"|(?:두|세|네|여러)\s*(?:개의?\s*)?GPU|GPU\s*(?:두|세|네|여러)\s*개"),
      " on multiple GPUs "),
