@@ -115,3 +115,9 @@ def test_the_same_remedy_that_helped_still_counts():
     text = "The loss blew up to nan after a few epochs; lowering the learning rate fixed it."
     ids = [match.entry.id for match in diagnose(text, KB).matches]
     assert "training.lr_too_high" in ids[:2]
+
+
+def test_a_remedy_ruled_out_in_chinese_is_not_read_as_its_cause():
+    text = ("训练到一半 loss 变成 NaN,用的是自动混合精度 (amp)。加了 clip_grad_norm 梯度裁剪,没用;"
+            "学习率降了 10 倍,也没用。")
+    assert diagnose(text, KB).matches[0].entry.id == "numerics.nan_loss"

@@ -573,14 +573,19 @@ _NO_HELP = re.compile(
     r"\b(?:changed nothing|nothing changed|(?:did|does|do|has|have|had|would|will)(?:n't| not| never)\s+"
     r"(?:help\w*|chang\w*|fix\w*|work\w*|matter\w*|make (?:a|any) difference|improv\w*|solv\w*)"
     r"|didn't help|no (?:effect|difference|improvement|luck|change)|made no difference|to no avail"
-    r"|(?:was|were|is|are|all|both) (?:useless|in vain)|did not help)\b", re.IGNORECASE)
+    r"|(?:was|were|is|are|all|both) (?:useless|in vain)|did not help)\b"
+    # the same verdict in the other languages reports are written in ("都没用", "効果がない")
+    r"|(?:都|也|还是|全都)?(?:没(?:有)?(?:什么)?(?:用|效果|作用)|无效|不管用)(?![\w.]*\()"
+    r"|効果(?:が|は)?(?:ない|なかった|ありません)|소용\s*(?:없|이\s*없)|효과(?:가)?\s*없"
+    r"|\bне\s+помог\w*|\bno\s+(?:sirvi[óo]|funcion[óo]|ayud[óo])\b|\bn[ãa]o\s+(?:adiantou|funcionou|ajudou)\b"
+    r"|\bhat\s+nicht\s+geholfen\b|\bbrachte\s+nichts\b", re.IGNORECASE)
 _VERDICT_REACH = 100
 
 
 def _ruled_out(seen: str, found: re.Match[str]) -> bool:
     """Whether the sentence a hit sits in goes on to say that what it names did not help."""
     rest = seen[found.end():found.end() + _VERDICT_REACH]
-    end = re.search(r"[.!?\n]|;\s", rest)
+    end = re.search(r"[.!?\n。！？；]|;\s", rest)
     return bool(_NO_HELP.search(rest[:end.start()] if end else rest))
 
 

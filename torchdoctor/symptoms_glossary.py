@@ -298,11 +298,6 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"最大|最高|一番(?:大きい|高い)|가장\s*(?:크|높)\w{0,2}", " highest "),
     # A line taken out of a script: "把 model.eval() 注释掉", "eval() をコメントアウト".
     (r"注释掉|注释了|去掉|删掉|コメントアウト\w{0,4}|주석\s*처리\w{0,3}|закомментир\w*", " commented out "),
-    # A remedy tried that failed ("加 Dropout 都没用"): a cause the person ruled out.
-    ((r"(?:都|也|还是|全都)?(?:没(?:有)?(?:什么)?(?:用|效果|作用)|无效|不管用)(?![\w.]*\()|効果(?:が|は)?(?:ない|なかった|ありません)"
-      r"|소용\s*(?:없|이\s*없)\w{0,3}|효과(?:가)?\s*없\w{0,3}|не\s+помог\w*|no\s+(?:sirvi[óo]|funcion[óo]|ayud[óo])"
-      r"|n[ãa]o\s+(?:adiantou|funcionou|ajudou)|hat\s+nicht\s+geholfen|brachte\s+nichts"),
-     " did not help "),
     # A result that came back ("就正常了", "正常に戻った"): not "看是否正常", a check.
     (r"(?:就|又|也|都)?(?:恢复)?正常了|正常に戻っ\w{0,3}|정상으로\s*돌아\w{0,3}", " back to normal "),
 )
