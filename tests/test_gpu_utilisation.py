@@ -54,3 +54,12 @@ def test_memory_percentages_after_the_word_are_left_out():
 def test_low_utilisation_figures_diagnose_the_input_bottleneck(text):
     diagnosis = diagnose(text, KB)
     assert diagnosis.matches and diagnosis.matches[0].entry.id == "dataloader.input_bottleneck"
+
+
+def test_the_gpus_memory_usage_is_not_its_utilisation():
+    assert utilisation_figures("The GPU memory usage sits at 20% of the card.") == []
+    assert utilisation_figures("The GPU is never busy: its usage goes from 10% to 70%.") == [10.0, 70.0]
+
+
+def test_a_gpu_that_stays_at_zero_is_not_read_as_waiting_for_data():
+    assert readings("GPU utilization stays at 0% the whole run; torch prints 2.1.0+cpu.") == []

@@ -186,3 +186,12 @@ def test_the_words_for_several_gpus_one_gpu_and_an_unwrapped_model_read_as_engli
     read = in_english("单机多卡训练,单卡加载,不包 DataParallel 的话推理报错")
     assert "multiple GPUs" in read and "single GPU" in read and "load" in read
     assert "without the wrapper" in read and "inference" in read
+
+
+@pytest.mark.parametrize("text", [
+    "用 4 张卡和 3 张卡都试过，结果单卡训练的时间最短，多卡反而更慢。",
+    "多卡训练比单卡还要慢，这正常吗？",
+])
+def test_several_cards_slower_than_one_is_the_multi_gpu_overhead(text):
+    diagnosis = diagnose(text, KB)
+    assert diagnosis.matches and diagnosis.matches[0].entry.id == "distributed.dataparallel_overhead"

@@ -8,7 +8,9 @@ one of two things, whatever the language around them:
 - every one of them is low (``LOW`` percent or less): the GPU mostly waits;
 - they span from near idle to busy: the GPU works in bursts between waits.
 
-Either is what a GPU fed too slowly by its input pipeline shows. ``readings`` says
+Either is what a GPU fed too slowly by its input pipeline shows. A GPU that stays at
+0 % is another story: it is not used at all (a CPU build of torch, a model left on the
+CPU), and its figures are left to the words around them. ``readings`` says
 them as the phrases the symptom regexes read ("low GPU utilization"). Memory figures
 (a percentage after "memory", "显存") are not utilisation and are left out, and so is
 nvidia-smi's table, whose first percentage on a row is the fan speed.
@@ -20,10 +22,12 @@ import re
 
 from torchdoctor.linear_regex import bounded
 
-# A word for the GPU's utilisation, with the GPU named in it or just before it.
+# A word for the GPU's utilisation, with the GPU named in it or just before it (and no
+# memory named between them: "GPU memory usage" is not utilisation).
 _UTILISATION = re.compile(
     r"\bGPU[\s-]*(?:util\w*|usage|load|activity)\b"
-    r"|(?:\bGPU|显卡|グラボ)[^\n|%]{0,30}?(?:\butili[sz]ation\b|\butil\b|利用率|使用率|占用率|稼働率|"
+    r"|(?:\bGPU|显卡|グラボ)(?:(?!memory|\bmem\b|vram|显存|内存|メモリ|메모리)[^\n|%]){0,30}?"
+    r"(?:\butili[sz]ation\b|\butil\b|\busage\b|\bload\b|利用率|使用率|占用率|稼働率|"
     r"사용률|이용률|загрузк\w*|утилизаци\w*|\butiliza[çc][ãa]o\b|\bAuslastung\b|\buso\b)",
     re.IGNORECASE)
 # A percentage as people write it: "2%", "12 %", "0.5%".
@@ -33,8 +37,10 @@ _PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*%")
 _STRETCH_END = re.compile(r"[\n|]|\b(?:memory|mem|vram|ram)\b|显存|内存|メモリ|메모리|памят", re.IGNORECASE)
 # How far after the word its figures may lie.
 _REACH = 80
-# Every figure at or below this is a GPU that mostly waits.
+# Every figure at or below this is a GPU that mostly waits...
 LOW = 30.0
+# ...unless none is above this: a GPU not used at all.
+UNUSED = 1.0
 # Figures from at most IDLE up to at least BUSY are a GPU working in bursts.
 IDLE, BUSY = 10.0, 60.0
 
@@ -55,6 +61,8 @@ def readings(text: str) -> list[str]:
     """What the utilisation figures in ``text`` say, as the phrases symptom regexes read."""
     figures = utilisation_figures(text)
     if not figures:
+        return []
+    if max(figures) <= UNUSED:
         return []
     if max(figures) <= LOW:
         return ["low GPU utilization"]

@@ -31,7 +31,7 @@ from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
-from torchdoctor.trajectory import loss_turn, nan_moment
+from torchdoctor.trajectory import loss_turn, nan_moment, oom_moment
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
@@ -353,6 +353,7 @@ def readings(text: str) -> list[str]:
       loss scale that fell to zero there (a ZeroDivisionError under amp);
     - NaN placed before any update or at the first one, or after training ran a while
       (``trajectory``);
+    - an out-of-memory error placed after training ran a while (``trajectory``);
     - a logged training loss that falls and then climbs back toward where it began, or
       shoots past it (``trajectory``);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
@@ -398,6 +399,8 @@ def readings(text: str) -> list[str]:
         said.append("NaN from the first update on")
     elif moment == "later":
         said.append("non-finite loss after training ran a while")
+    if oom_moment(text) == "later":
+        said.append("out of memory after a while")
     if (turn := loss_turn(text)) == "climbs back":
         said.append("loss falls, then climbs back up toward where it started")
     elif turn == "blows up":

@@ -179,7 +179,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " second "),
     (r"迭代|イテレーション|반복", " iteration "),
     # Later, once training ran a while: "后来 loss 变成 nan", "しばらくすると", "через некоторое время".
-    ((r"后来|(?:过了)?一段时间(?:之|以)?后|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
+    ((r"后来|(?:过了)?一段时间(?:之|以)?后|(?:跑|训练|训)(?:了)?一段时间(?=就)|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
      r"|나중에|얼마\s*후|через\s+(?:некоторое\s+время|несколько\s+эпох)|despu[ée]s\s+de\s+(?:un\s+tiempo|varias\s+[ée]pocas)"
      r"|depois\s+de\s+(?:um\s+tempo|algumas\s+[ée]pocas)|nach\s+(?:einer\s+Weile|einigen\s+Epochen)"),
      " later "),
@@ -198,6 +198,9 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"(?:永远|总是|一直|始终|都)?返回(?=\s*(?:True|False|None)\b)"
      r"|(?:всегда\s+)?возвращает(?=\s*(?:True|False|None)\b)"),
      " returns "),
+    # Slower, said of a run against another: "多卡反而更慢", "1GPUより遅い", "langsamer".
+    ((r"(?:反而|反倒)?(?:都)?(?:更|还要?)慢|慢(?:了)?(?:很多|不少|一倍|好几倍)|より(?:も)?遅い|더\s*느려\w{0,3}|медленнее"
+      r"|m[áa]s\s+lent[oa]|\blangsamer\b"), " slower "),
     (r"双卡|マルチGPU|複数(?:の)?GPU|멀티\s*GPU|다중\s*GPU", " multiple GPUs "),
     (r"シングルGPU|単一(?:の)?GPU|단일\s*GPU|싱글\s*GPU", " single GPU "),
     # A model loaded without the wrapper it was trained in ("不包一层的话"), and loading itself.
