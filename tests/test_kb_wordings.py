@@ -297,3 +297,94 @@ def test_older_wordings_of_device_and_autograd_errors(message, expected):
 def test_a_compile_that_fails_only_in_max_autotune_is_the_backend():
     assert top("torch.compile(mode='max-autotune') dies inside Triton on one matmul; the default "
                "mode works.") == "compile.backend_failed"
+
+
+@pytest.mark.parametrize("message", [
+    "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)",
+    ("RuntimeError: Tensor for argument #2 'mat1' is on CPU, but expected it to be on GPU "
+     "(while checking arguments for addmm)"),
+    ("RuntimeError: Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on CPU, but "
+     "expected them to be on GPU (while checking arguments for addmm)"),
+    ("RuntimeError: Expected condition, x and y to be on the same device, but condition is on "
+     "cpu and x and y are on cuda:0 and cuda:0 respectively"),
+    ("RuntimeError: Expected tensor for argument #1 'indices' to have the same device as tensor "
+     "for argument #2 'weight'; but device 1 does not equal 0 (while checking arguments for "
+     "embedding)"),
+    "RuntimeError: expected device cuda:0 but got device cpu",
+])
+def test_every_versions_wording_of_two_devices_in_one_op(message):
+    assert top(message) == "device.mixed_devices"
+
+
+@pytest.mark.parametrize("message", [
+    ("IndexError: The shape of the mask [845] at index 0does not match the shape of the indexed "
+    "tensor [5, 13, 13] at index 0"),   # torch 1.0 - 1.1 printed no space
+    ("RuntimeError: inconsistent tensor size, expected tensor [256 x 256] and mask [256] to have "
+    "the same number of elements, but got 65536 and 256 elements respectively at "
+    "/pytorch/torch/lib/TH/generic/THTensorMath.c:138"),
+])
+def test_a_boolean_masks_shape_in_old_wordings(message):
+    assert top(message) == "index.mask_shape"
+
+
+@pytest.mark.parametrize("op", ["addmm_impl_cpu_", "LayerNormKernelImpl", "slow_conv2d_cpu",
+                                "baddbmm_with_gemm", "softmax_lastdim_kernel_impl",
+                                "upsample_nearest2d_channels_last"])
+def test_a_half_kernel_that_names_no_device_is_the_cpus(op):
+    assert top(f"RuntimeError: \"{op}\" not implemented for 'Half'") == "dtype.half_on_cpu"
+
+
+def test_a_cuda_kernel_without_a_reduced_precision_version_is_no_cpu_half():
+    assert top("RuntimeError: \"addmm_cuda\" not implemented for 'BFloat16'") == (
+        "dtype.half_precision_mismatch")
+
+
+@pytest.mark.parametrize("message", [
+    "Input type (float) and bias type (struct c10::Half) should be the same",
+    "Input type (class c10::BFloat16) and weight type (float) should be the same",
+    "expected mat1 and mat2 to have the same dtype, but got: struct c10::Half != float",
+])
+def test_msvc_builds_name_the_reduced_precision_type_with_its_keyword(message):
+    assert top(f"RuntimeError: {message}") == "dtype.half_precision_mismatch"
+
+
+@pytest.mark.parametrize("message", [
+    "RuntimeError: cholesky_cuda: For batch 6: U(1,1) is zero, singular U.",
+    "RuntimeError: torch.linalg.cholesky: U(70,70) is zero, singular U.",
+    "RuntimeError: solve_cpu: For batch 0: U(3,3) is zero, singular U.",
+    ("RuntimeError: Lapack Error in gesv : U(2,2) is zero, singular U. at "
+    "/pytorch/aten/src/TH/generic/THTensorLapack.cpp:47"),
+    ("RuntimeError: MAGMA gesv : U(2,2) is zero, singular U. at "
+    "/pytorch/aten/src/THC/generic/THCTensorMathMagma.cu:53"),
+    ("RuntimeError: symeig_cpu: the algorithm failed to converge; 2 off-diagonal elements of an "
+    "intermediate tridiagonal form did not converge to zero."),
+    "RuntimeError: svd_cuda: the updating process of SBDSDC did not converge (error: 11)",
+    ("torch._C._LinAlgError: linalg.cholesky: (Batch element 0): The factorization could not be "
+    "completed because the input is not positive-definite (the leading minor of order 2 is not "
+    "positive-definite)."),
+    ("torch._C._LinAlgError: linalg.inv: (Batch element 3): The diagonal element 2 is zero, the "
+    "inversion could not be completed because the input matrix is singular."),
+])
+def test_every_versions_wording_of_a_failed_factorization(message):
+    assert top(message) == "numerics.linalg_ill_conditioned"
+
+
+@pytest.mark.parametrize("wrapper", ["DeepSpeedEngine", "FullyShardedDataParallel",
+                                     "OptimizedModule", "MMDataParallel",
+                                     "MMDistributedDataParallel", "ShardedDataParallel"])
+def test_any_wrapper_that_keeps_the_model_under_module_hides_its_attributes(wrapper):
+    assert top(f"AttributeError: '{wrapper}' object has no attribute 'model'") == (
+        "distributed.wrapper_hides_attribute")
+
+
+@pytest.mark.parametrize("quoted", [
+    'torch.load complains about "Unsupported global: GLOBAL numpy.core.multiarray.scalar".',
+    "Unsupported global: GLOBAL argparse.Namespace was not an allowed global by default.",
+])
+def test_the_weights_only_refusal_quoted_without_its_lead_in(quoted):
+    assert top(quoted) == "state_dict.weights_only_global"
+
+
+def test_torch_2_4s_unsupported_class_quoted_alone():
+    assert top("Loading the checkpoint with torch.load says 'Unsupported class "
+               "numpy.core.multiarray._reconstruct'") == "state_dict.weights_only_global"

@@ -89,6 +89,60 @@ def test_a_message_in_curly_quotes_inside_prose():
     assert parse_traceback(paste).message == "CUDA out of memory. Tried to allocate 2.00 GiB"
 
 
+NAMED_OP = """"addmm_impl_cpu_" not implemented for 'Half'"""
+
+
+@pytest.mark.parametrize("quoted", [
+    '一提问就报 "RuntimeError: {}"。',
+    "一提问就报“RuntimeError: {}”，怎么办",
+    "一提问就报「RuntimeError: {}」。",
+    "実行すると『RuntimeError: {}』と出ます。",
+    "Выдаёт ошибку «RuntimeError: {}», что делать?",
+    "Es kommt \u201eRuntimeError: {}\u201c beim Start.",
+    "It says 'RuntimeError: {}' when I ask.",
+    "It says `RuntimeError: {}` when I ask.",
+    "报错：RuntimeError: {}",
+])
+def test_a_message_that_quotes_an_op_keeps_it_inside_any_quotes_around_it(quoted):
+    # torch's own quotes ("addmm_impl_cpu_", 'Half') are paired inside the person's
+    parsed = parse_traceback(quoted.format(NAMED_OP))
+    assert (parsed.type, parsed.message) == ("RuntimeError", NAMED_OP)
+
+
+@pytest.mark.parametrize("quoted", [
+    "跑的时候报「{}」。", "Выдаёт «{}», что делать?", "报错 “{}”，怎么办",
+])
+def test_a_bare_message_in_the_quotes_of_another_language(quoted):
+    assert parse_traceback(quoted.format(DEVICES)).message == DEVICES
+
+
+def test_a_space_before_the_closing_backtick_still_closes_the_span():
+    paste = ("size 'same' gives `RuntimeError: invalid argument 0: Sizes of tensors must match "
+             "except in dimension 0. Got 306 and 375 in dimension 2 `, so I fixed it.")
+    assert parse_traceback(paste).message.endswith("Got 306 and 375 in dimension 2")
+
+
+def test_an_apostrophe_inside_a_word_does_not_close_a_single_quote():
+    parsed = parse_traceback("It crashes with 'RuntimeError: Can't pickle local object' at start.")
+    assert parsed.message == "Can't pickle local object"
+
+
+@pytest.mark.parametrize("system_text", [
+    "页面文件太小，无法完成操作。",
+    "ページング ファイルが小さすぎるため、この操作を完了できません。",
+    "페이징 파일이 너무 작아 이 작업을 완료할 수 없습니다.",
+    "The paging file is too small for this operation to complete.",
+])
+def test_a_windows_error_keeps_its_system_text_in_the_users_language(system_text, kb):
+    paste = (f"**OSError: [WinError 1455] {system_text} Error loading "
+             '"D:\\venv\\lib\\site-packages\\torch\\lib\\cublas64_11.dll" or one of its '
+             "dependencies.** 完全不知道该怎么办了。")
+    parsed = parse_traceback(paste)
+    assert parsed.message.startswith("[WinError 1455] ")
+    assert parsed.message.endswith("or one of its dependencies.")
+    assert top(paste, kb) == "dataloader.windows_paging_file"
+
+
 @pytest.mark.parametrize("written", [
     "ValueError(Attempting to unscale FP16 gradients.)",
     "ValueError('Attempting to unscale FP16 gradients.')",
@@ -1047,3 +1101,34 @@ def test_a_tensor_still_on_the_cpu_after_cuda_told_with_the_interpreters_output(
              ">>> next(model.fc.parameters()).device\ndevice(type='cuda', index=0)\n"
              "а тензор-атрибут остался:\n>>> model.scale.device\ndevice(type='cpu')\n")
     assert top(paste, kb) == "device.mixed_devices"
+
+
+ORPHANED_CHILD = (
+    "Traceback (most recent call last):\n"
+    '  File "<string>", line 1, in <module>\n'
+    '  File "C:\\Python39\\lib\\multiprocessing\\spawn.py", line 116, in spawn_main\n'
+    "    exitcode = _main(fd, parent_sentinel)\n"
+    '  File "C:\\Python39\\lib\\multiprocessing\\spawn.py", line 126, in _main\n'
+    "    self = reduction.pickle.load(from_parent)\n"
+    "{inner}"
+    "{error}\n")
+PIPE_HANDLE = ('  File "C:\\Python39\\lib\\multiprocessing\\connection.py", line 967, in '
+               "rebuild_pipe_connection\n    handle = dh.detach()\n"
+               '  File "C:\\Python39\\lib\\multiprocessing\\reduction.py", line 131, in detach\n'
+               "    return _winapi.DuplicateHandle(\n")
+
+
+@pytest.mark.parametrize(("inner", "error"), [
+    (PIPE_HANDLE, "PermissionError: [WinError 5] Access is denied"),
+    (PIPE_HANDLE, "PermissionError: [WinError 5] 拒绝访问。"),
+    ("", "EOFError: Ran out of input"),
+])
+def test_a_spawned_child_that_lost_its_parent_points_to_the_parents_error(inner, error, kb):
+    parent = ('OSError: [WinError 1455] The paging file is too small for this operation to '
+              'complete. Error loading "C:\\Python39\\lib\\site-packages\\torch\\lib\\'
+              'cudnn_cnn_infer64_8.dll" or one of its dependencies.\n')
+    parsed = parse_traceback(parent + ORPHANED_CHILD.format(inner=inner, error=error))
+    assert parsed.type == "OSError" and parsed.message.startswith("[WinError 1455]")
+    assert parsed.extras["other_errors"][0].startswith(error.split(":")[0])
+    alone = parse_traceback(ORPHANED_CHILD.format(inner=inner, error=error))
+    assert alone.type == error.split(":")[0]   # with nothing beside it, the child's own error

@@ -208,6 +208,30 @@ FAMILIES = [
     ("dtype.target_not_long", "Does CrossEntropyLoss want the targets converted to int64 first?"),
     # A loader that hangs, told through the setting that changes it.
     ("dataloader.hang", "Evaluation blocks forever; with num_workers lowered to 2 it still blocks."),
+    # Images of one colour mode fed to a network built for another.
+    ("shape.conv_channels", "The segmentation model fails on RGBA screenshots; converting them to RGB first works."),
+    ("shape.conv_channels", "My PNGs have an alpha channel, so there are four channels where the network wants three."),
+    ("shape.conv_channels", "Grayscale X-rays into a ResNet that was pretrained on RGB images: channel error."),
+    ("shape.conv_channels", "图片是4通道的png，模型要求3通道，运行就报错"),
+    ("shape.conv_channels", "グレースケール画像をRGBで学習したモデルに入れるとエラーになります"),
+    # The training loss falls where the examples start to repeat.
+    ("training.epoch_step_loss", "The training loss dips sharply once the third epoch starts."),
+    ("training.epoch_step_loss", "train loss suddenly drops at around step 12k, and the lr schedule is constant."),
+    ("training.epoch_step_loss", "Why is there a second sudden drop in the training loss halfway through?"),
+    # The DataLoader's workers start afresh with every epoch.
+    ("dataloader.workers_restart_each_epoch",
+     "Training waits about 40 seconds at the beginning of every epoch before the first batch arrives."),
+    ("dataloader.workers_restart_each_epoch",
+     "The worker processes are restarted each epoch (their PIDs change) and that costs time."),
+    ("dataloader.workers_restart_each_epoch", "There is a long pause between epochs with num_workers=16."),
+    # The previous step's tensors still referenced at the next forward.
+    ("memory.previous_step_graph_alive",
+     "The outputs of the previous batch are still in memory while the next forward runs."),
+    ("memory.previous_step_graph_alive",
+     "Variables in a for loop are not freed until they are reassigned, so two graphs are alive at once."),
+    # A library importing a private torch name the installed torch lacks.
+    ("other.private_api_removed",
+     "Since updating to torch 2.4 the package fails to import: `_get_device_index` cannot be found in torch.cuda._utils."),
 ]
 
 

@@ -55,7 +55,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchdoctor import facts as derived_facts
-from torchdoctor import private_cache, retyped, similar, symptoms, translated
+from torchdoctor import (
+    message_numbers,
+    private_cache,
+    retyped,
+    similar,
+    symptoms,
+    torch_versions,
+    translated,
+)
 from torchdoctor.linear_regex import (
     TEXT_LIMIT,
     RegexError,
@@ -948,7 +956,14 @@ def diagnose(text: str, kb: object) -> Diagnosis:
     if candidates:
         prose = _prose_around(parsed, tail)
         _decide_by_words(candidates, prose)
-        _refine_by_prose(index, candidates, prose)
+        # The message's numbers beside the settings the person names (a channel count
+        # that is the batch size), and the torch versions the paste names beside what
+        # failed (an OOM under 0.4.0 in code that ran under 0.3.0), say how it came
+        # about as the person's words would.
+        top = max(candidates, key=lambda c: (c.score, str(c.entry.id)))
+        _refine_by_prose(index, candidates,
+                         "\n".join([prose, *message_numbers.readings(top.fields, tail),
+                                     *torch_versions.readings(tail)]))
     kind = "traceback" if parsed is not None or candidates else "symptom"
     message = str(_value(parsed, "message") or "") if parsed is not None else tail
     if not candidates and parsed is not None and (_value(parsed, "type") is None

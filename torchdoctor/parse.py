@@ -126,6 +126,8 @@ def parse_traceback(text: str | bytes) -> ParsedError | None:
         extras["truncated"] = not chosen.traceback.complete
         extras["cpp_frames"] = chosen.traceback.cpp_frames
         extras["other_errors"] = _other_errors(candidates, chosen)
+        if _orphaned_child(chain[root]):
+            _parent_error_from_outside(lines, chosen, chain, root, extras)
         if not chain[root].message.strip():
             _message_from_outside(lines, chosen, chain[root], extras)
         elif len(chain[root].message) < CUT_MESSAGE:
@@ -270,6 +272,34 @@ def _message_from_outside(lines: CleanLines, chosen: _Candidate, link: ChainLink
         link.type, link.full_type = adopted.type, adopted.full_type
     if found.source == "ide" and found.index < start:
         link.frames.reverse()  # an IDE lists the frames under its message innermost first
+    extras["source"] = "error_line_outside_traceback"
+
+
+def _orphaned_child(link: ChainLink) -> bool:
+    """A process multiprocessing's spawn started, failing while it reads what its parent
+    sent (``reduction.pickle.load(from_parent)``: the pipe handle it duplicates, "Access
+    is denied", "Ran out of input"): its parent is already gone, so this error is a
+    consequence and the parent's own error is the cause."""
+    reading = any(frame.function == "_main" and frame.file.replace("\\", "/").endswith(
+        "multiprocessing/spawn.py") and "from_parent" in (frame.code or "")
+        for frame in link.frames)
+    innermost = link.frames[-1].file.replace("\\", "/") if link.frames else ""
+    return reading and "/multiprocessing/" in innermost
+
+
+def _parent_error_from_outside(lines: CleanLines, chosen: _Candidate, chain: list[ChainLink],
+                               root: int, extras: dict) -> None:
+    """The error printed beside an orphaned child's traceback (another process's line
+    before it, or after it) replaces the child's."""
+    start, end = chosen.traceback.start, chosen.traceback.end
+    if lines.ranks[chosen.position] is not None or len(set(lines.ranks)) > 1:
+        return
+    outside = [*range(start - 1, -1, -1), *range(end, len(lines.texts))]
+    found = find_loose_error(lines.texts, outside, lines.error_records)
+    if found is None:
+        return
+    extras["other_errors"].insert(0, chosen.summary())
+    chain[root] = _loose_link(lines, found)
     extras["source"] = "error_line_outside_traceback"
 
 

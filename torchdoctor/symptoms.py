@@ -26,11 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor import gpu_utilisation, per_card_memory
+from torchdoctor import batch_scaling, gpu_utilisation, per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
+from torchdoctor.torch_versions import readings as version_readings
 from torchdoctor.trajectory import loss_turn, nan_moment, oom_moment
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
@@ -363,7 +364,10 @@ def readings(text: str) -> list[str]:
       (``per_card_memory``);
     - GPU utilisation figures all low, or from idle to busy (``gpu_utilisation``);
     - one input giving other outputs when run again or in a batch of another size
-      (``symptoms_compared``).
+      (``symptoms_compared``);
+    - code written before torch 0.4 run on a later torch (``torch_versions``);
+    - the batch a learning rate was tuned for changed, then the loss diverged
+      (``batch_scaling``).
     """
     text = bounded(text)
     said: list[str] = []
@@ -417,6 +421,8 @@ def readings(text: str) -> list[str]:
     if any(_MODULE_BUILT.search(body.group(2)) for body in _FORWARD_BODY.finditer(text)):
         said.append("layer created inside forward")
     said.extend(compared_readings(text))
+    said.extend(version_readings(text))
+    said.extend(batch_scaling.readings(text))
     return said
 
 

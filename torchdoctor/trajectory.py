@@ -20,7 +20,10 @@ Two facts about training decide between entries that read alike in prose:
   "in the second epoch", "一段时间后") means something grew from step to step.
 
 All are read off the words and the logged numbers, in the text (or its English copy),
-never off one wording of one case.
+never off one wording of one case. A NaN placed later leaves the computation's NaN in
+the lead; what puts the rate first is the rate itself named as the lever, a loss that
+rose before it turned, or the batch the rate was tuned for changed with the rate kept
+(``batch_scaling``), which holds whenever the NaN came.
 """
 
 from __future__ import annotations

@@ -67,10 +67,18 @@ EMBEDDED_EXCEPTION = compile_linear(
 REPR_OPENING = compile_linear(r"(?:^|[^\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:"
                               + "|".join(s for s in EXCEPTION_SUFFIXES if s != "Warning")
                               + r"))\(")
-# Python's re here: its finditer walks a line once, where RE2's wrapper would convert
-# the line's offsets again for every span. Each span is bounded, so the walk is linear.
-QUOTED = re.compile(r'"(?P<a>[^"\n]{8,1000})"|“(?P<b>[^”\n]{8,1000})”|`(?P<c>[^`\n]{8,1000})`')
-CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'"}
+# The quotes people set a message in, in the usual languages: English (curly ones are
+# straightened by ``markup``), the CJK corner brackets, guillemets (French, Russian);
+# each opening with its close.
+CLOSING_QUOTE = {'"': '"', "“": "”", "`": "`", "'": "'", "「": "」", "『": "』", "«": "»",
+                 "‹": "›"}
+# Where the same mark opens and closes, torch's own message may hold that mark too
+# ('"addmm_impl_cpu_" not implemented for 'Half''), so the close is found by pairing.
+SYMMETRIC_QUOTES = frozenset("\"'`")
+# Quotes that only ever close a quotation when a message ends with them.
+CLOSING_ONLY = frozenset("”»」』›")
+QUOTED_SPAN = 8
+QUOTED_LONGEST = 1000
 MESSAGE_LINES = 20
 LABELS = frozenset({"Error", "Exception", "error"})
 # VS Code's debugger: "Exception has occurred: RuntimeError" (sometimes with a note after
@@ -102,10 +110,21 @@ SPACED_COLON = re.compile(r"(?<![\w.])(?P<type>[A-Za-z_][\w.]{0,100}(?:Error|Exc
 OTHER_SCRIPT = compile_linear(r"[\x{3000}-\x{9FFF}\x{AC00}-\x{D7AF}\x{FF00}-\x{FFEF}]")
 
 
+# "[WinError 1455] 页面文件太小，无法完成操作。 Error loading …": Windows words its system
+# errors in the user's language, up to the end of their first sentence; the code is stable.
+SYSTEM_ERROR_TEXT = re.compile(r"\[(?:WinError|Errno) -?\d{1,10}\][^\n]{0,300}?(?:。|\.(?=\s|$)|$)")
+
+
 def _own_words(message: str, start: int = 0) -> str:
-    """The run of ``message`` around ``start`` that holds no other-script text."""
+    """The run of ``message`` around ``start`` that holds no other-script text, keeping an
+    operating system's error text in the user's language."""
     if message.isascii():
         return message
+    system = SYSTEM_ERROR_TEXT.match(message, start)
+    if system is not None:
+        rest = message[system.end():]
+        rest = _own_words(rest) if rest.strip() and not _other_script(rest.strip()[0]) else ""
+        return f"{system.group(0)} {rest.strip()}".strip()
     found = OTHER_SCRIPT.search(message, start)
     end = found.start() if found else len(message)
     begin = start
@@ -227,9 +246,10 @@ def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
         if embedded and not embedded["type"].endswith("Warning"):
             message = embedded["message"]
             opening = embedded.group(0)[0]
-            if opening in CLOSING_QUOTE and message.find(CLOSING_QUOTE[opening]) > 0:
+            close = _closing(message, opening) if opening in CLOSING_QUOTE else -1
+            if close > 0:
                 # 'I get "ValueError: …" at this line': the quote ends the message.
-                message = message[:message.find(CLOSING_QUOTE[opening])]
+                message = message[:close]
             return LooseError(embedded["type"],
                               _without_closing_quote(_own_words(_unwrapped(message))),
                               index, "embedded")
@@ -255,6 +275,8 @@ def _unwrapped(message: str) -> str:
     if end < 8:
         return message
     after = message[end + 1:]
+    if not re.search(r"\s", message[1:end]) and re.match(r" \w", after):
+        return message  # torch naming an op before its words: '"addmm_impl_cpu_" not implemented'
     if opening != "'" or not after.strip(" .,;:!?") or re.match(r"[.;!?]\s", after):
         return message[1:end]
     return message
@@ -267,8 +289,8 @@ def _without_closing_quote(message: str) -> str:
     names in pairs ("… but found 'cuda'", "no attribute 'training'"), and those stay.
     """
     message = message.rstrip()
-    while message and message[-1] in "`\"”'" and (
-            message[-1] == "”" or message.count(message[-1]) % 2 == 1):
+    while message and message[-1] in "`\"'" + "".join(CLOSING_ONLY) and (
+            message[-1] in CLOSING_ONLY or message.count(message[-1]) % 2 == 1):
         message = message[:-1].rstrip()
     return message
 
@@ -298,11 +320,61 @@ def _unquoted(text: str) -> str:
     return text
 
 
+def _closing(text: str, opening: str, start: int = 0, end: int | None = None) -> int:
+    """Where the quote opened by ``opening`` just before ``text[start]`` closes, or -1
+    when it does not close before ``end``.
+
+    A mark that opens and closes alike opens an inner quotation where a word follows it
+    after a space, and closes one where no word follows it: torch's own quotes inside the
+    message ('"addmm_impl_cpu_" not implemented for 'Half'') come in pairs, the person's
+    close is the one that closes when every mark before it is paired; an apostrophe
+    inside a word ("can't") is neither.
+    """
+    close = CLOSING_QUOTE[opening]
+    end = len(text) if end is None else min(end, len(text))
+    if opening not in SYMMETRIC_QUOTES:
+        return text.find(close, start, end)
+    seen = 0
+    position = text.find(close, start, end)
+    while position >= 0:
+        word_after = position + 1 < len(text) and text[position + 1].isalnum()
+        if word_after:
+            seen += position == start or text[position - 1].isspace()
+        elif seen % 2 == 0:
+            return position
+        else:
+            seen += 1
+        position = text.find(close, position + 1, end)
+    return -1
+
+
+def _quoted_spans(raw: str) -> Iterable[str]:
+    """Each stretch of the line set in quotes, in order; a quote that does not close
+    within ``QUOTED_LONGEST`` characters is passed over with them, so a line of many
+    opening marks is read once."""
+    position = 0
+    while position < len(raw):
+        opening = raw[position]
+        opens = opening in CLOSING_QUOTE and opening != "'" and (
+            opening not in SYMMETRIC_QUOTES or position == 0 or not raw[position - 1].isalnum())
+        if not opens:
+            position += 1
+            continue
+        window = position + 1 + QUOTED_LONGEST
+        close = _closing(raw, opening, position + 1, window)
+        if close < 0:
+            position = window
+            continue
+        if close - position - 1 >= QUOTED_SPAN:
+            yield raw[position + 1:close]
+        position = close + 1
+
+
 def _quoted(raw: str, index: int) -> LooseError | None:
-    if '"' not in raw and "“" not in raw and "`" not in raw:
+    if not any(opening in raw for opening in CLOSING_QUOTE if opening != "'"):
         return None
-    for found in QUOTED.finditer(raw):
-        span = (found["a"] or found["b"] or found["c"]).strip()
+    for span in _quoted_spans(raw):
+        span = span.strip()
         exception = read_exception_line(span, strict=True)
         if exception and not exception[0].endswith("Warning"):
             return LooseError(*_unlabelled(*exception), index, "quoted")

@@ -43,8 +43,8 @@ HTML_TAG = re.compile(r"</?(?:code|pre|p|b|i|em|strong|tt|kbd|samp|span|div|bloc
 # "File [~/env/lib/python3.9/site-packages/torch/nn/modules/module.py:1194](https://file+…)".
 # The link's text is what the traceback printed.
 LINKED_TEXT = re.compile(r"\[([^\[\]\n]{1,500})\]\((?:https?|file|vscode[\w+.-]{0,40}):[^()\s]{0,2000}\)")
-# A page or a word processor curls the quotes torch printed straight.
-STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201C: '"', 0x201D: '"'}
+# A page or a word processor curls the quotes torch printed straight (German low quotes too).
+STRAIGHT_QUOTES = {0x2018: "'", 0x2019: "'", 0x201A: "'", 0x201C: '"', 0x201D: '"', 0x201E: '"'}
 IDE_NOISE = ("python-BaseException", "Process finished with exit code")
 # "`RuntimeError:` Integer division …": only the type set as code at the start of a line.
 QUOTED_TYPE = re.compile(r"([ \t]*)`([A-Za-z_][\w.]{0,100}(?:Error|Exception)):?`:?")
