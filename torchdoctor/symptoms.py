@@ -433,6 +433,57 @@ def _head_width(text: str) -> int | None:
 
 
 # A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
+# A sentence that tells a lever the person already pulled, with the symptom unchanged:
+# "I also set shuffle=False and it still happens", "raising the rate changed nothing",
+# "加了 model.eval() 还是一样". A phrase of an entry that ends in the telling of that
+# lever names the lever, not the symptom: it is not evidence (the person ruled it out);
+# one that reaches the words of the persistence ("the seed is set and the results
+# still differ") still is.
+_SENTENCE = re.compile(r"[^.!?\n。！？]+")
+_PULLED = re.compile(
+    r"\b(?:tried|try(?:ing)?|set|setting|added|adding|changed|changing|turned|turning|used|using|"
+    r"disabled|enabled|removed|raising|raised|lowering|lowered|increasing|increased|decreasing|"
+    r"decreased|even with|also)\b|试了|试过|设置了|设了|改了|加了|换了|用了|去掉了",
+    re.IGNORECASE)
+_PERSISTS = re.compile(
+    r"\b(?:still|persists?|persisted|did\s*(?:n't|not) help|does\s*(?:n't|not) help|no (?:difference|effect|change)|"
+    r"nothing changed|changed nothing|changes nothing|makes? no difference|made no difference|to no avail)\b"
+    r"|还是|依然|仍然|没用|没有用|不管用|没效果|没有效果",
+    re.IGNORECASE)
+
+
+def ruled_out_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` tells a lever already pulled, up to the words that say the symptom
+    stayed ("I also set shuffle=False and it | still happens")."""
+    spans = []
+    for found in _SENTENCE.finditer(text):
+        persists = _PERSISTS.search(found.group(0))
+        if persists and _PULLED.search(found.group(0), 0, persists.start()):
+            spans.append((found.start(), found.start() + persists.start()))
+    return spans
+
+
+def _ruled_out(found: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    """Whether a hit ends in the telling of a lever already pulled, before the words
+    that say the symptom stayed: it names the lever, not the symptom."""
+    return any(start < found.end() <= end for start, end in spans)
+
+
+def _standing(regex: re.Pattern[str], text: str,
+              pulled: list[tuple[int, int]]) -> re.Match[str] | None:
+    """The first hit of ``regex`` in ``text`` that is not a lever already pulled."""
+    if not pulled:
+        return regex.search(text)
+    return next((found for found in regex.finditer(text) if not _ruled_out(found, pulled)), None)
+
+
+def _ruled_out(found: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    """Whether a hit reaches into a sentence that tells a lever already pulled, without
+    naming that the symptom persisted."""
+    return any(found.start() < end and start < found.end() for start, end in spans) and (
+        not _PERSISTS.search(found.group(0)))
+
+
 _LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0,3}[:=]?[ \t]{0,3}"
                           r"(?:[-+]?\d|nan\b|inf\b))", re.IGNORECASE)
 
@@ -591,6 +642,7 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     # The copy has the text's length, so a hit in either names the same positions.
     words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
         "_" in seen) else None
+    pulled = ruled_out_spans(seen)
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
@@ -605,8 +657,8 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
                 continue  # one search settles a miss; branches are only read on a hit
             hits = [(branch, found) for branch in branches
                     if (compiled := _compile(branch)) is not None
-                    and (found := compiled.search(seen) or (
-                        words and compiled.search(words))) is not None]
+                    and (found := _standing(compiled, seen, pulled) or (
+                        words and _standing(compiled, words, pulled))) is not None]
             if hits:
                 claims.append(hits)
         if claims:
