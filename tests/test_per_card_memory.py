@@ -66,9 +66,39 @@ def test_one_process_per_card_with_even_memory_says_nothing():
     ("gpu 0 uses 9000MiB", False),   # one card alone compares with nothing
 ])
 def test_card_0_far_above_the_others_is_read_in_any_language(text, lopsided):
-    assert ("GPU 0 holds much more memory than the other GPUs" in readings(text)) is lopsided
+    said = readings(text)
+    assert any(r.startswith("GPU 0 holds much more memory than the other GPUs") for r in said) is lopsided
 
 
 def test_card_0_far_above_the_others_ranks_the_dataparallel_entry():
     text = "Training with nn.DataParallel on two cards: gpu0 takes 11800 and gpu1 only 4200."
     assert diagnose(text, KB).to_dict()["matches"][0]["entry"] == "distributed.dataparallel_imbalance"
+
+
+# Figures per card named in other languages, card name first or number first, and the
+# wrapper named anywhere in the report deciding whose lopsided card it is.
+FIGURES_WITH_THEIR_WRAPPER = [
+ ("distributed.ddp_contexts_on_gpu0", "单机两卡用 DDP 训练，卡0：10118mb，卡1：6401mb，差了 3G 多"),
+ ("distributed.dataparallel_imbalance", "用 DataParallel 两张卡训练，0 号卡 12179M，1 号卡 5245M"),
+ ("distributed.dataparallel_imbalance", "DataParallel で学習すると カード0 10.5GB、カード1 3.9GB になります"),
+ ("distributed.dataparallel_imbalance", "DataParallel 로 학습하면 0번 GPU 11GB, 1번 GPU 5GB 를 씁니다"),
+ ("distributed.ddp_contexts_on_gpu0", "С torchrun видеокарта 0: 11 ГБ, видеокарта 1: 4 ГБ"),
+]
+
+
+@pytest.mark.parametrize(("entry", "text"), FIGURES_WITH_THEIR_WRAPPER,
+                         ids=[f"{e}-{i}" for i, (e, _) in enumerate(FIGURES_WITH_THEIR_WRAPPER)])
+def test_figures_per_card_in_any_language_reach_the_entry_of_the_wrapper_named(entry, text):
+    assert diagnose(text, KB).to_dict()["matches"][0]["entry"] == entry
+
+
+def test_the_wrapper_decides_even_named_far_from_the_figures():
+    text = ("We launch the job with torchrun on two cards.\n" + "Some notes about the data set. " * 12
+            + "\nMemory per card: GPU0: 10761MB, GPU1: 3651MB.")
+    assert readings(text) == ["GPU 0 holds much more memory than the other GPUs under DDP"]
+    assert diagnose(text, KB).to_dict()["matches"][0]["entry"] == "distributed.ddp_contexts_on_gpu0"
+
+
+@pytest.mark.parametrize("text", ["8 卡 V100(每张 32G)", "a GPU 5GB card and a GPU 0 of 11GB"])
+def test_a_count_of_cards_or_a_size_is_no_figure_per_card(text):
+    assert 8 not in memory_per_card(text) and 5 not in memory_per_card(text)

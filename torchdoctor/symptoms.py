@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor import batch_scaling, gpu_utilisation, per_card_memory
+from torchdoctor import batch_scaling, gpu_utilisation, loaded_shapes, per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
@@ -363,6 +363,7 @@ def readings(text: str) -> list[str]:
     - several processes on GPU 0, or GPU 0 holding far more than the other cards
       (``per_card_memory``);
     - GPU utilisation figures all low, or from idle to busy (``gpu_utilisation``);
+    - weights being loaded beside two differing shapes of one rank (``loaded_shapes``);
     - one input giving other outputs when run again or in a batch of another size
       (``symptoms_compared``);
     - code written before torch 0.4 run on a later torch (``torch_versions``);
@@ -413,6 +414,7 @@ def readings(text: str) -> list[str]:
         said.append("readings level off at a plateau")
     said.extend(per_card_memory.readings(text))
     said.extend(gpu_utilisation.readings(text))
+    said.extend(loaded_shapes.readings(text))
     width = _head_width(text)
     if classes and width and 1 < width < classes:
         # labels up to C-1 reach past the last output: a target out of range for the loss

@@ -42,6 +42,13 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|(?:zu wenig|nicht genug|kein(?:en)?)\s+(?:GPU-|Grafik)?Speicher|Speicher\s+(?:ist\s+)?(?:voll|läuft voll|reicht nicht)"),
      "out of memory"),
     (r"内存(?:溢出|不足|不够用?|爆了)|爆内存", "out of memory"),
+    # --- memory that stops growing once something changed ("num_workers 设成 0 内存就不再涨了") --
+    ((r"(?:就|也|便)?不(?:再|会)?(?:往上)?(?:涨|增长|增加|上涨|上升)(?:了)?|没(?:有)?(?:再)?(?:涨|增长|增加|上涨)(?:了)?"
+     r"|増えなくな\w{0,3}|増えな(?:い|かった)|増加しな(?:い|く)\w{0,3}|(?:늘지|증가하지|늘어나지)\s*않\w{0,3}"
+     r"|перестал\w*\s+расти|переста[её]т\s+расти|не\s+раст[её]т|больше\s+не\s+раст[её]т"
+     r"|deja\s+de\s+crecer|ya\s+no\s+crece|para\s+de\s+crescer|n[ãa]o\s+cresce\s+mais"
+     r"|w[äa]chst\s+nicht\s+mehr|steigt\s+nicht\s+mehr"),
+     " stops growing "),
     # --- memory that grows step by step ----------------------------------------------
     ((r"越占越多|越来越(?:大|多|高)|越\w越(?:多|大|高)|(?:不断|一直|持续|逐渐|慢慢|逐步|一点点|一点一点)(?:地)?(?:在)?(?:增加|增长|上涨|往上涨|上升|变大|累积)"
      r"|増え続け\w{0,3}|(?:どんどん|徐々に|少しずつ)(?:増え|増加)\w{0,3}|増加し続け\w{0,3}"
@@ -53,9 +60,12 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      r"|(?:wächst|steigt|nimmt)\s+(?:ständig|stetig|immer weiter|kontinuierlich|mit jede\w)\w*(?:\s+zu)?"
      r"|(?:ständig|stetig|immer weiter)\s+(?:wächst|steigt|an)"),
      "keeps growing"),
-    (r"显存|ビデオメモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
+    (r"显存|ビデオメモリ|GPU\s*メモリ|GPU\s*메모리|видеопамят\w*|memoria (?:de|da) (?:la )?GPU|GPU-Speicher|Grafikspeicher",
      "GPU memory"),
-    (r"内存|メモリ|메모리|\bпамят\w*|\bmemoria\b|\bmem[óo]ria\b|\bArbeitsspeicher\b|\bSpeicher\b", "memory"),
+    # Chinese tells the host's memory (内存) from the GPU's (显存); the other languages use one word.
+    ((r"主机内存|系统内存|内存|メインメモリ|主記憶|システムメモリ|시스템\s*메모리|\b램\b|оперативн\w*\s+памят\w*|\bОЗУ\b"
+      r"|memoria\s+RAM|mem[óo]ria\s+RAM|Hauptspeicher"), "RAM memory"),
+    (r"メモリ|메모리|\bпамят\w*|\bmemoria\b|\bmem[óo]ria\b|\bArbeitsspeicher\b|\bSpeicher\b", "memory"),
     # --- hangs ----------------------------------------------------------------------
     (r"(?:就|再也|也|都)?不(?:再)?卡了?(?=[，,。.;；\s]|$)", " works fine"),
     # "卡住", "卡在", "不动了" say "stuck" of a loss as of a run; "stuck" is the English
@@ -82,6 +92,10 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"(?:设|调|改|设置)(?:成|为|到)(?=\s*\d)|(?:を|를|을)(?=\s*\d)", " = "),
     (r"(?<=\d)\s*(?:に|로|으로)\s*(?:設定|変更|설정|변경)\w{0,4}", " "),
     # --- gradients None or zero -----------------------------------------------------
+    # Clipping named with its object: "梯度裁剪", "勾配クリッピング", "обрезка градиентов".
+    ((r"梯度(?:裁剪|截断)|勾配(?:の)?クリッピング|(?:그래디언트|기울기)\s*클리핑|\b(?:обрезк|клиппинг)\w*\s+градиент\w*"
+     r"|\bградиентн\w*\s+(?:обрезк|клиппинг)\w*|\brecorte\s+de\s+gradientes?\b|\bGradient(?:en)?-?Clipping\b"),
+     " gradient clipping "),
     (r"梯度", " gradient "),
     (r"勾配", " gradient "),
     (r"기울기|그래디언트", " gradient "),
@@ -113,7 +127,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"(?:一直|还是|始终|总是)?(?:不下降|不降|降不下去|没有下降|没下降)|下がらない|줄지\s*않|не\s+(?:падает|уменьшается|снижается)"
      r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht"),
      " does not decrease"),
-    (r"(?:还是|仍然|依然|依旧|还会)(?=\S)", " still "),
+    (r"(?:还是|仍然|依然|依旧|还会)(?=\S)|\bвс[её]\s+равно\b|\bпо-прежнему\b|여전히|それでも", " still "),
     # Whether a call is needed, and a call left out: "不需要 model.eval() 吗", "不调用 eval".
     (r"不应该|不应当", " should not "),
     (r"是不是(?:应该|应当|要)|是否(?:应该|应当)|应该|应当|(?:する|呼ぶ)べき", " should "),
@@ -125,10 +139,18 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"忘(?:了|记了?|記)(?:加|调用|写|添加)?|(?:呼び|付け|入れ)忘れ\w{0,4}|забы(?:л|ла|ли)\w{0,3}(?:\s+вызвать)?"
      r"|\bolvid(?:é|e|aste|ó)\w{0,3}(?:\s+(?:llamar|poner))?|\besqueci\w{0,3}|\bvergessen\b"), " forgot "),
     (r"\bне\s+(?:вызыва\w*|вызвал\w*)", " do not call "),
-    (r"不调用|没(?:有)?调用|不加|没(?:有)?加|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
+    (r"不调用|没(?:有)?调用|不加(?!载)|没(?:有)?加(?!载)|呼ばない|呼んでいない|호출하지\s*않", " without calling "),
     # --- several processes on one card ------------------------------------------------
     # "0 号显卡", "第一张卡", "主卡": the card people call GPU 0; each rank's process on it.
-    (r"(?:0|零)\s*号\s*(?:显卡|卡|GPU)|第一(?:张|块)\s*(?:显卡|卡|GPU)|主卡", " GPU 0 "),
+    ((r"(?:0|零)\s*号\s*(?:显卡|卡|GPU)|(?<![\d\-~～])0\s*(?:显卡|卡)|(?:显卡|卡)\s*0(?![\d.])|第一(?:张|块)\s*(?:显卡|卡|GPU)|主卡"
+     r"|0\s*番(?:目の)?\s*GPU|[0０]번\s*GPU|GPU\s*0\s*번|첫\s*번째\s*GPU|1\s*枚目の\s*GPU"), " GPU 0 "),
+    ((r"\bна\s+(?:нулевой|первой|0-?й)\s+(?:видеокарте|карте|GPU)"), " on GPU 0 "),
+    ((r"\b0-?я\s+(?:видео)?карта|\bнулев\w+\s+(?:видеокарт\w*|карт\w*|GPU)|\bперв\w+\s+(?:видеокарт\w*|GPU)"), " GPU 0 "),
+    # A card filled to the top: "забита под завязку", "переполнена".
+    ((r"\bзабит\w*(?:\s+под\s+завязку)?|\bпереполнен\w*|\bзаполнен\w*\s+полностью|いっぱいにな\w{0,3}|満杯\w{0,3}"
+     r"|가득\s*차\w{0,3}"), " is full "),
+    # The processes of the other cards by their numbers: "1-7 号卡的进程", "1 卡上的子进程".
+    (r"[1-9]\d?\s*(?:[-~～到至]\s*\d+\s*)?号?\s*(?:显卡|卡)(?:上)?的?\s*子?进程", " each rank's process "),
     ((r"每(?:一)?个进程|所有(?:的)?进程|各(?:个)?进程|(?:各|全)プロセス|(?:각|모든)\s*프로세스"
      r"|кажд\w{1,3}\s+процесс\w{0,3}|\bcada proceso\b|\bjede[sn]?\s+Prozess\w{0,2}"),
      " every process "),
@@ -143,8 +165,26 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"变差(?:了)?|更差(?:了)?|差(?:了)?很多|悪くな\w{0,3}|악화\w{0,3}|стал\w{0,2}\s+хуже|empeor\w{0,3}", " worse "),
     # "num_workers 越大，内存占用越高": the more of one, the more of the other.
     (r"越(?:大|高|多)", " increases "),
-    (r"比(?:其他|其它|别的|另外的?)(?:几)?(?:张|块)?(?:卡|显卡|GPU)\s*(?:多|高)(?:很多|不少|得多|一倍)?",
+    (r"比(?:其他|其它|别的|另外的?|其余)(?:几)?(?:张|块)?(?:卡|显卡|GPU)(?:的)?(?:显存)?\s*(?:占用)?\s*(?:都)?(?:多|高|大)(?:很多|不少|得多|一倍)?",
      " much more than the other cards "),
+    # The cards that are not card 0, and each one's process: "另外 7 张卡", "其他显卡对应的进程".
+    ((r"(?:其他|其它|别的|另外的?|其余|剩下的?)(?:的)?\s*(?:显卡|卡|GPU)(?:对应|上)?的?\s*子?进程|他の\s*GPU\s*の\s*プロセス"
+     r"|다른\s*GPU\s*의?\s*프로세스|процесс\w{0,3}\s+других\s+(?:GPU|карт|видеокарт)\w*"),
+     " each rank's process "),
+    ((r"(?:其他|其它|别的|另外的?|其余|剩下的?)(?:的)?\s*(?:\d+|几|两|三|七)?\s*(?:张|块)?\s*(?:显卡|卡|GPU)|他の\s*GPU|다른\s*GPU"
+     r"|остальн\w+\s+(?:GPU|карт\w*|видеокарт\w*)|других\s+(?:GPU|карт\w*|видеокарт\w*)"),
+     " the other cards "),
+    (r"占(?:用|着|了)?(?=\s*GPU 0\b)", " hold memory on "),
+    (r"(?:加载|载入)?(?:到|至)(?:了)?(?=\s*GPU 0\b)", " load to "),
+    # Training picked up again from a checkpoint: "断点续训", "チェックポイントから再開".
+    ((r"断点续(?:训|练|跑)|从断点(?:恢复|继续)(?:训练)?|チェックポイントから(?:学習を)?再開\w{0,3}|체크포인트에서\s*(?:학습을\s*)?재개\w{0,3}"
+     r"|возобнов\w*\s+(?:обучени\w*\s+)?с\s+(?:чекпоинта|контрольной\s+точки)"), " resume from checkpoint "),
+    # A loader's worker is not the training process: "worker 进程被 killed" is a worker killed.
+    ((r"(?:worker|dataloader|data\s*loader)\s*(?:的)?\s*(?:子)?进程|工作进程|ワーカー(?:プロセス)?|워커(?:\s*프로세스)?"
+      r"|\bворкер\w*|\bрабоч\w+\s+процесс\w*"), " worker process "),
+    (r"进程|プロセス|프로세스|\bпроцесс(?:\s+обучения)?\b", " the process "),
+    # A run split over processes by a launcher: "分布式训练", "分散学習", "분산 학습", "распределённое обучение".
+    (r"分布式|分散(?:学習|訓練|並列)|분산\s*(?:학습|훈련)|распредел[её]нн\w*", " distributed "),
     (r"(?:和|跟|与)单卡(?:时|的时候)?(?:一样|相同|差不多)", " the same as on one GPU "),
     (r"没(?:有)?用(?=\s*[\w.]+\()", " without "),
     # The same input run again: "同一张图片连续预测几次，每次输出的结果都不一样".
@@ -157,6 +197,16 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     (r"(?:也)?在起作用|(?:也)?(?:生效|起效)(?:了)?", " is active "),
     (r"(?:预测|推理|测试)(?:的)?时(?:候)?", " at prediction "),
     (r"(?:就|都|也)?(?:变了|改变了|不一样了|不同了)", " changed "),
+    # --- runs that differ although their seeds were fixed -------------------------------
+    ((r"随机种子|隨機種子|种子|種子|(?:乱数)?シード(?:値)?|(?:랜덤\s*)?시드|\bсид(?:ы|ом|а|ов)?\b|\bзерн(?:о|а|ом)\b"
+     r"|\bsemillas?\b|\bsementes?\b"),
+     " seed "),
+    ((r"固定(?:了|住|好)?|固定し\w{0,3}|고정\w{0,3}|зафиксирова\w*|\bfij(?:o|a|é|ada|ado|adas|ados|ar)\b"
+     r"|\bfix(?:o|a|ado|ada|ei|ados|adas)\b|\bfestgelegt\b|\bfixiert\b"),
+     " fixed "),
+    ((r"不(?:太)?一样|不一樣|不同|不一致|不相同|違う|違い(?:ます|ました)|異な\w{0,3}|バラバラ|다르\w{0,3}|다릅\w{0,3}|달라\w{0,3}|다른\s*결과"
+     r"|\bразн(?:ые|ый|ая|ое|ых)\b|\bотлича\w*|\bdiferentes?\b|\bdistint[oa]s\b|\bunterschiedlich\w*"),
+     " different "),
     # --- random numbers that repeat --------------------------------------------------
     (r"随机数|乱数|난수|случайны\w*\s+числ\w*|n[úu]meros\s+aleat[óo]rios|Zufallszahlen",
      " random numbers "),
@@ -179,7 +229,7 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " second "),
     (r"迭代|イテレーション|반복", " iteration "),
     # Later, once training ran a while: "后来 loss 变成 nan", "しばらくすると", "через некоторое время".
-    ((r"后来|(?:过了)?一段时间(?:之|以)?后|(?:跑|训练|训)(?:了)?一段时间(?=就)|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
+    ((r"后来|(?:跑|训练|训)着(?:跑|训练|训)着|(?:过了)?一段时间(?:之|以)?后|(?:跑|训练|训)(?:了)?一段时间(?=就)|训练(?:了)?(?:几|一些|多)个\s*epoch(?:之|以)?后|しばらく(?:すると|して)|途中から"
      r"|나중에|얼마\s*후|через\s+(?:некоторое\s+время|несколько\s+эпох)|despu[ée]s\s+de\s+(?:un\s+tiempo|varias\s+[ée]pocas)"
      r"|depois\s+de\s+(?:um\s+tempo|algumas\s+[ée]pocas)|nach\s+(?:einer\s+Weile|einigen\s+Epochen)"),
      " later "),
@@ -201,6 +251,39 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # Slower, said of a run against another: "多卡反而更慢", "1GPUより遅い", "langsamer".
     ((r"(?:反而|反倒)?(?:都)?(?:更|还要?)慢|慢(?:了)?(?:很多|不少|一倍|好几倍)|より(?:も)?遅い|더\s*느려\w{0,3}|медленнее"
       r"|m[áa]s\s+lent[oa]|\blangsamer\b"), " slower "),
+    # A run on more cards that is hardly faster: "双卡几乎没快多少", "ほとんど速くならない".
+    ((r"(?:几乎|基本(?:上)?|并)?没(?:有)?(?:快|提速|加速)(?:多少|很多|太多|多)?|快不了多少|(?:速度)?(?:提升|加速|提速)(?:不大|不明显|很小|有限)"
+     r"|速度(?:几乎|基本)?(?:没(?:有)?|不见)(?:什么)?提升|(?:ほとんど|あまり)速くな(?:らない|りません)"
+     r"|(?:거의|별로)\s*빨라지지\s*않\w{0,3}|(?:почти|практически)\s+не\s+(?:ускоря\w*|быстрее)|не\s+намного\s+быстрее"
+     r"|\bapenas\s+(?:m[áa]s\s+)?r[áa]pid\w*|\bkaum\s+schneller\b"),
+     " barely faster "),
+    # How busy a GPU is, and a figure that swings: "GPU 利用率波动很大", "GPU使用率が変動".
+    ((r"(?:загрузк|утилизаци)\w*\s+(?:GPU|ГПУ|видеокарт\w*)|\butiliza(?:ci[óo]n|[çc][ãa]o)\s+d[eao]\s+(?:la\s+)?GPU"),
+     " GPU utilization "),
+    (r"利用率|使用率|使用効率|稼働率|사용률|이용률|утилизаци\w*|\butilizaci[óo]n\b|\butiliza[çc][ãa]o\b|Auslastung",
+     " utilization "),
+    ((r"(?:波动|忽高忽低|时高时低|上下(?:波动|跳动?))(?:非常|很|特别|比较)?(?:大|厉害)?|変動(?:が(?:大きい|激しい))?|乱高下"
+     r"|요동\w{0,3}|들쭉날쭉|\bскач\w*|\bколебл\w*|\bfluct[uú]a\w*|\bschwank\w*"),
+     " fluctuates "),
+    # Memory a call should have given back: "显存一直不释放", "解放されない", "не освобождается".
+    ((r"(?:一直|始终|还是)?(?:不|没(?:有)?)(?:会|能)?(?:马上|立刻|立即|及时|自动)?(?:被)?释放(?:掉)?|释放不(?:了|掉)|解放されな\w{0,3}|解放されず|해제(?:가)?\s*(?:되지|안)\s*\w{0,3}"
+     r"|\bне\s+освобо\w*|\bno\s+se\s+libera\w*|\bn[ãa]o\s+(?:é\s+)?liberad\w*|\bnicht\s+freigegeben\b"),
+     " is not released "),
+    # A result that became good or normal once something was switched: "效果马上就好了".
+    ((r"(?:效果|结果|精度|准确率|性能|指标)(?:马上|立刻|一下子?|立马)?(?:就)?(?:变)?(?:好了|好很多|好多了|正常了|恢复正常)"
+     r"|(?:結果|精度)(?:が)?(?:良く|正常に)な\w{0,3}|(?:결과|정확도)(?:가)?\s*(?:좋아|정상)\w{0,3}"
+     r"|(?:результат\w*|точность)\s+(?:сразу\s+)?(?:стал\w*|становится)\s+(?:лучше|нормальн\w*)"),
+     " results are better "),
+    ((r"(?:效果|结果|精度|准确率)(?:就)?(?:很|非常|特别|极)差|(?:結果|精度)(?:が|は)?(?:すごく|とても|かなり)?悪\w{0,3}"
+     r"|(?:결과|정확도)(?:가|는)?\s*(?:매우|아주|너무)?\s*(?:나쁘|나쁩|나빠)\w{0,3}|(?:результат\w*|точность)\s+(?:очень\s+)?плох\w*"),
+     " results are very bad "),
+    # A process the system killed: "进程被 killed 掉", "プロセスが kill された", "процесс убивается".
+    ((r"被\s*(?:kill(?:ed)?|杀)(?:掉|死)?(?:了)?|(?:kill|Killed?)\s*(?:された|され)|(?:kill|Killed?)\s*(?:당|되)\w{0,3}"
+     r"|\bубива\w*|\bубит\w*|\b(?:es|fue)\s+(?:matado|terminado)\b|\bwird\s+(?:gekillt|beendet)\b"),
+     " is killed "),
+    ((r"(?:на\s+)?(?:двух|тр[её]х|четыр[её]х|нескольких|восьми)\s+(?:GPU|ГПУ|видеокарт\w*|карт\w*)"
+     r"|(?:두|세|네|여러)\s*(?:개의?\s*)?GPU|GPU\s*(?:두|세|네|여러)\s*개"),
+     " on multiple GPUs "),
     (r"双卡|マルチGPU|複数(?:の)?GPU|멀티\s*GPU|다중\s*GPU", " multiple GPUs "),
     (r"シングルGPU|単一(?:の)?GPU|단일\s*GPU|싱글\s*GPU", " single GPU "),
     # A model loaded without the wrapper it was trained in ("不包一层的话"), and loading itself.
@@ -213,6 +296,15 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
 # What NFKC leaves: the ideographic full stop and the enumeration comma.
 _CJK_STOPS = str.maketrans({"。": ". ", "、": ", "})
+# Traditional characters of the words above, read as the simplified ones the glossary spells
+# ("顯存沒有釋放" is "显存没有释放"), and the words Taiwan uses where the mainland uses others
+# (記憶體 for 内存, 顯示卡 for 显卡, 分散式 for 分布式). Japanese writes many of the same
+# characters (動, 問題, 学習's 習) in words the glossary reads as they are, so a text with
+# kana keeps its characters.
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_TRADITIONAL = str.maketrans("顯記憶體釋進動張塊號沒為幾雙單續訓練斷點載權數樣隨機種與個們時長漲測試驗結變後開總還這裡佔滿準預輸損學習斂啟設調會應無處問題並於從頭錯誤報參網絡層別執緒", "显记忆体释进动张块号没为几双单续训练断点载权数样随机种与个们时长涨测试验结变后开总还这里占满准预输损学习敛启设调会应无处问题并于从头错误报参网络层别执绪")
+_TAIWAN_WORDS = ((re.compile(r"记忆体"), "内存"), (re.compile(r"显示卡"), "显卡"),
+                 (re.compile(r"分散式|分布式|分佈式"), "分布式"), (re.compile(r"随机数种子|乱数种子"), "随机种子"))
 
 
 def in_english(text: str) -> str | None:
@@ -220,6 +312,10 @@ def in_english(text: str) -> str | None:
     it has none (an English description needs no copy)."""
     text = bounded(text)
     folded = unicodedata.normalize("NFKC", text).translate(_CJK_STOPS)
+    if not _KANA.search(folded):
+        folded = folded.translate(_TRADITIONAL)
+        for word, mainland in _TAIWAN_WORDS:
+            folded = word.sub(mainland, folded)
     read = folded
     for wording, english in _COMPILED:
         read = wording.sub(lambda _found, said=english: f" {said.strip()} ", read)
