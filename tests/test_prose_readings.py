@@ -304,3 +304,10 @@ def test_a_device_side_assert_beside_a_head_narrower_than_the_classes_is_the_los
 def test_a_number_labelled_by_another_name_is_not_the_loss(text):
     """A NaN loss has no value; the number after it belongs to the rate or the accuracy."""
     assert "loss" not in extract_numbers(text)
+
+
+def test_memory_that_fills_up_before_the_run_is_killed_is_growth():
+    text = ("It gets through the first epoch, then in the second the terminal prints"
+            " \"killed\": the machine's memory fills up completely before that.")
+    diagnosis = diagnose(text, KB)
+    assert diagnosis.matches and diagnosis.matches[0].entry.id == "memory.growing"

@@ -15,7 +15,7 @@ from corpus_cases import load_cases
 
 from torchdoctor.knowledge import Entry, Hypothesis, KnowledgeBase, Pattern, load_knowledge
 from torchdoctor.match import diagnose, prose_score
-from torchdoctor.symptoms import match_symptoms, word_weights
+from torchdoctor.symptoms import match_symptoms, ruled_out_spans, word_weights
 
 
 def entry(id_: str, *symptoms: str) -> Entry:
@@ -96,3 +96,27 @@ def test_no_entry_ranks_lower_anywhere_in_the_corpus_for_knowing_one_more_phrasi
         before = _scored(match_symptoms(case.paste, shipped.symptom_entries))
         after = _scored(match_symptoms(case.paste, wider.symptom_entries))
         assert after == before, case.id
+
+
+KB = load_knowledge(include_user=False, use_cache=False, report=False)
+
+def test_a_lever_already_pulled_with_the_symptom_unchanged_is_not_evidence():
+    text = ("Two runs with one seed don't match. I also set shuffle=False in the DataLoader"
+            " and it still happens.")
+    spans = ruled_out_spans(text)
+    assert len(spans) == 1 and "shuffle=False" in text[spans[0][0]:spans[0][1]]
+    diagnosis = diagnose(text, KB)
+    assert "training.shuffle_off" not in [m.entry.id for m in diagnosis.matches]
+    assert diagnosis.matches[0].entry.id == "other.nondeterminism"
+
+
+def test_the_lever_named_without_persistence_is_still_evidence():
+    text = "My DataLoader has shuffle=False and the loss jumps at the start of every epoch."
+    diagnosis = diagnose(text, KB)
+    assert diagnosis.matches and diagnosis.matches[0].entry.id == "training.shuffle_off"
+
+
+def test_a_symptom_phrase_that_names_the_persistence_stays_evidence():
+    text = "Even with the seed set, the results still differ from run to run."
+    diagnosis = diagnose(text, KB)
+    assert diagnosis.matches and diagnosis.matches[0].entry.id == "other.nondeterminism"

@@ -188,6 +188,13 @@ def test_the_words_for_several_gpus_one_gpu_and_an_unwrapped_model_read_as_engli
     assert "without the wrapper" in read and "inference" in read
 
 
+@pytest.mark.parametrize("text", [
+    "用 4 张卡和 3 张卡都试过，结果单卡训练的时间最短，多卡反而更慢。",
+    "多卡训练比单卡还要慢，这正常吗？",
+])
+def test_several_cards_slower_than_one_is_the_multi_gpu_overhead(text):
+    diagnosis = diagnose(text, KB)
+    assert diagnosis.matches and diagnosis.matches[0].entry.id == "distributed.dataparallel_overhead"
 # Runs that differ with their seeds fixed, host memory that stops growing once the workers
 # are off, several cards hardly faster, a card's utilisation that swings, a result good
 # again in train(), memory kept after del and gc.collect (the cache) or after empty_cache

@@ -14,7 +14,7 @@ from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
 from torchdoctor.symptoms import learning_rates, readings
 from torchdoctor.symptoms_glossary import in_english
-from torchdoctor.trajectory import loss_turn, training_losses
+from torchdoctor.trajectory import loss_turn, oom_moment, training_losses
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 
@@ -216,3 +216,30 @@ def test_a_nan_after_training_ran_keeps_divergence_as_the_next_entry(text):
     divergence follows it, for the harness's nonfinite_steps to decide between them."""
     entries = [m.entry.id for m in diagnose(text, KB).matches[:2]]
     assert entries == ["numerics.nan_loss", "training.lr_too_high"]
+
+
+@pytest.mark.parametrize("text", [
+    "The first epoch trains fine, then after 3 epochs it dies with CUDA out of memory.",
+    "Everything fits at the start, but eventually I get an OOM.",
+    "刚开始显存还有空余，训练一段时间就爆显存了。",
+    "最初は大丈夫ですが、しばらくすると GPU メモリが足りないと言われます。",
+])
+def test_out_of_memory_after_training_ran_a_while_is_placed_later(text):
+    assert oom_moment(in_english(text) or text) == "later"
+
+
+@pytest.mark.parametrize("text", [
+    "CUDA out of memory on the very first batch with batch size 64.",
+    "The model runs fine for many epochs; accuracy improves later.",
+])
+def test_out_of_memory_at_the_start_or_no_oom_is_not(text):
+    assert oom_moment(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    "想问一下为什么训练跑一段时间就爆显存了？刚开始的时候显存还有不少空余。",
+    "Training is fine for the first epoch; in the second epoch it stops with out of memory.",
+])
+def test_out_of_memory_placed_later_diagnoses_growing_memory(text):
+    diagnosis = diagnose(text, KB)
+    assert diagnosis.matches and diagnosis.matches[0].entry.id == "memory.growing"

@@ -26,14 +26,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor import batch_scaling, loaded_shapes, per_card_memory
+from torchdoctor import batch_scaling, gpu_utilisation, loaded_shapes, per_card_memory
 from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
 from torchdoctor.symptoms_compared import readings as compared_readings
 from torchdoctor.symptoms_glossary import in_english
 from torchdoctor.torch_versions import readings as version_readings
 from torchdoctor.train_eval_compared import readings as train_eval_readings
-from torchdoctor.trajectory import loss_turn, nan_moment
+from torchdoctor.trajectory import loss_turn, nan_moment, oom_moment
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
@@ -355,6 +355,7 @@ def readings(text: str) -> list[str]:
       loss scale that fell to zero there (a ZeroDivisionError under amp);
     - NaN placed before any update or at the first one, or after training ran a while
       (``trajectory``);
+    - an out-of-memory error placed after training ran a while (``trajectory``);
     - a logged training loss that falls and then climbs back toward where it began, or
       shoots past it (``trajectory``);
     - most of the accuracies it reports sit at 100/C percent, C named or fixed by the
@@ -362,6 +363,7 @@ def readings(text: str) -> list[str]:
     - an ``nn`` module constructed in the body of a ``forward`` shown as code;
     - several processes on GPU 0, or GPU 0 holding far more than the other cards
       (``per_card_memory``);
+    - GPU utilisation figures all low, or from idle to busy (``gpu_utilisation``);
     - weights being loaded beside two differing shapes of one rank (``loaded_shapes``);
     - one input giving other outputs when run again or in a batch of another size
       (``symptoms_compared``);
@@ -405,6 +407,8 @@ def readings(text: str) -> list[str]:
         said.append("NaN from the first update on")
     elif moment == "later":
         said.append("non-finite loss after training ran a while")
+    if oom_moment(text) == "later":
+        said.append("out of memory after a while")
     if (turn := loss_turn(text)) == "climbs back":
         said.append("loss falls, then climbs back up toward where it started")
     elif turn == "blows up":
@@ -412,6 +416,7 @@ def readings(text: str) -> list[str]:
     if memory_levels_off(text):
         said.append("readings level off at a plateau")
     said.extend(per_card_memory.readings(text))
+    said.extend(gpu_utilisation.readings(text))
     said.extend(loaded_shapes.readings(text))
     width = _head_width(text)
     if classes and width and 1 < width < classes:
@@ -434,6 +439,57 @@ def _head_width(text: str) -> int | None:
 
 
 # A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
+# A sentence that tells a lever the person already pulled, with the symptom unchanged:
+# "I also set shuffle=False and it still happens", "raising the rate changed nothing",
+# "加了 model.eval() 还是一样". A phrase of an entry that ends in the telling of that
+# lever names the lever, not the symptom: it is not evidence (the person ruled it out);
+# one that reaches the words of the persistence ("the seed is set and the results
+# still differ") still is.
+_SENTENCE = re.compile(r"[^.!?\n。！？]+")
+_PULLED = re.compile(
+    r"\b(?:tried|try(?:ing)?|set|setting|added|adding|changed|changing|turned|turning|used|using|"
+    r"disabled|enabled|removed|raising|raised|lowering|lowered|increasing|increased|decreasing|"
+    r"decreased|even with|also)\b|试了|试过|设置了|设了|改了|加了|换了|用了|去掉了",
+    re.IGNORECASE)
+_PERSISTS = re.compile(
+    r"\b(?:still|persists?|persisted|did\s*(?:n't|not) help|does\s*(?:n't|not) help|no (?:difference|effect|change)|"
+    r"nothing changed|changed nothing|changes nothing|makes? no difference|made no difference|to no avail)\b"
+    r"|还是|依然|仍然|没用|没有用|不管用|没效果|没有效果",
+    re.IGNORECASE)
+
+
+def ruled_out_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` tells a lever already pulled, up to the words that say the symptom
+    stayed ("I also set shuffle=False and it | still happens")."""
+    spans = []
+    for found in _SENTENCE.finditer(text):
+        persists = _PERSISTS.search(found.group(0))
+        if persists and _PULLED.search(found.group(0), 0, persists.start()):
+            spans.append((found.start(), found.start() + persists.start()))
+    return spans
+
+
+def _ruled_out(found: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    """Whether a hit ends in the telling of a lever already pulled, before the words
+    that say the symptom stayed: it names the lever, not the symptom."""
+    return any(start < found.end() <= end for start, end in spans)
+
+
+def _standing(regex: re.Pattern[str], text: str,
+              pulled: list[tuple[int, int]]) -> re.Match[str] | None:
+    """The first hit of ``regex`` in ``text`` that is not a lever already pulled."""
+    if not pulled:
+        return regex.search(text)
+    return next((found for found in regex.finditer(text) if not _ruled_out(found, pulled)), None)
+
+
+def _ruled_out(found: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    """Whether a hit reaches into a sentence that tells a lever already pulled, without
+    naming that the symptom persisted."""
+    return any(found.start() < end and start < found.end() for start, end in spans) and (
+        not _PERSISTS.search(found.group(0)))
+
+
 _LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0,3}[:=]?[ \t]{0,3}"
                           r"(?:[-+]?\d|nan\b|inf\b))", re.IGNORECASE)
 
@@ -566,34 +622,6 @@ def _vocabulary(entry: object) -> tuple[str, ...]:
                          for word in _spelled(branch)}))
 
 
-# What a person already tried and saw fail: "raising the learning rate changed nothing",
-# "adding dropout did not help". A phrase said of a remedy that failed is a cause ruled out,
-# not a symptom of it, so the rest of its sentence is read for the verdict.
-_NO_HELP = re.compile(
-    r"\b(?:changed nothing|nothing changed|(?:did|does|do|has|have|had|would|will)(?:n't| not| never)\s+"
-    r"(?:help\w*|chang\w*|fix\w*|work\w*|matter\w*|make (?:a|any) difference|improv\w*|solv\w*)"
-    r"|didn't help|no (?:effect|difference|improvement|luck|change)|made no difference|to no avail"
-    r"|(?:was|were|is|are|all|both) (?:useless|in vain)|did not help)\b"
-    # the same verdict in the other languages reports are written in ("都没用", "効果がない")
-    r"|(?:都|也|还是|全都)?(?:没(?:有)?(?:什么)?(?:用|效果|作用)|无效|不管用)(?![\w.]*\()"
-    r"|効果(?:が|は)?(?:ない|なかった|ありません)|소용\s*(?:없|이\s*없)|효과(?:가)?\s*없"
-    r"|\bне\s+помог\w*|\bno\s+(?:sirvi[óo]|funcion[óo]|ayud[óo])\b|\bn[ãa]o\s+(?:adiantou|funcionou|ajudou)\b"
-    r"|\bhat\s+nicht\s+geholfen\b|\bbrachte\s+nichts\b", re.IGNORECASE)
-_VERDICT_REACH = 100
-
-
-def _ruled_out(seen: str, found: re.Match[str]) -> bool:
-    """Whether the sentence a hit sits in goes on to say that what it names did not help."""
-    rest = seen[found.end():found.end() + _VERDICT_REACH]
-    end = re.search(r"[.!?\n。！？；]|;\s", rest)
-    return bool(_NO_HELP.search(rest[:end.start()] if end else rest))
-
-
-def _standing(compiled: Any, seen: str) -> re.Match[str] | None:
-    """The first hit of ``compiled`` in ``seen`` that its sentence does not rule out."""
-    return next((found for found in compiled.finditer(seen) if not _ruled_out(seen, found)), None)
-
-
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     """Entries whose symptoms match ``text``, best first.
 
@@ -620,6 +648,7 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     # The copy has the text's length, so a hit in either names the same positions.
     words = _LOGGED_NAME.sub(lambda found: found.group(0).replace("_", " "), seen) if (
         "_" in seen) else None
+    pulled = ruled_out_spans(seen)
     for entry in entries:
         regexes = symptom_regexes(entry)
         if not regexes:
@@ -634,8 +663,8 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
                 continue  # one search settles a miss; branches are only read on a hit
             hits = [(branch, found) for branch in branches
                     if (compiled := _compile(branch)) is not None
-                    and (found := _standing(compiled, seen) or (
-                        words and _standing(compiled, words))) is not None]
+                    and (found := _standing(compiled, seen, pulled) or (
+                        words and _standing(compiled, words, pulled))) is not None]
             if hits:
                 claims.append(hits)
         if claims:

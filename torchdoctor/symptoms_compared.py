@@ -8,7 +8,11 @@ and it reads the same in any language:
 - one input that gives different outputs when run again is a forward pass that draws
   random numbers: dropout (or batch statistics) still in train mode at inference;
 - one input whose output changes with the batch it is run in is a forward pass that
-  mixes the samples of a batch: BatchNorm in train mode, or a reduction over dim 0.
+  mixes the samples of a batch: BatchNorm in train mode, or a reduction over dim 0;
+- one seeded run repeated that ends with other results is randomness the seed does not
+  reach (non-deterministic kernels, unseeded sources), whatever verb tells the
+  difference ("changes a little", "doesn't match", "上下浮动") and however the seed is
+  named ("seeded", "随机种子", "シード").
 
 ``readings(text)`` says each as the plain phrase the entries' symptom regexes know.
 (Memory compared across GPUs is read by ``per_card_memory``.)
@@ -55,6 +59,24 @@ _OTHER_VARIATION = re.compile(
     r"|\b(?:torch|pytorch)\s+versions?\b"
     r"|\bCPU\b.{0,20}\bGPU\b|\bGPU\b.{0,20}\bCPU\b",
     re.IGNORECASE)
+# A seed set for the run, in the languages people describe their runs in.
+_SEEDED = re.compile(
+    r"\bseed\w*|manual_seed|随机(?:数)?种子|种子|シード|시드|\bсид\w*"
+    r"|\bsemillas?\b|\bsementes?\b",
+    re.IGNORECASE)
+# Results of whole runs said to differ, or the earlier one said not to come back.
+_RUNS_DIFFER = re.compile(
+    _DIFFERENT.pattern
+    + r"|\b(?:do|does|did)\s*(?:n't|not)\s+match\b|\bfluctuat\w*|\bnot reproduc\w*|\b(?:can|could)\s*(?:n't|not)\b"
+    r"[^.\n]{0,30}\breproduce\b|\bunable to reproduce\b|浮动|波动|复现不了|无法复现|不能复现|再現でき(?:ない|ません)"
+    r"|재현(?:이)?\s*(?:안|되지)|не\s+воспроизвод\w*",
+    re.IGNORECASE)
+# A whole run repeated: run again, two runs, rerun, trained again, reproduced.
+_RUN_REPEATED = re.compile(
+    _REPEATED.pattern
+    + r"|\b(?:two|both|several|multiple|separate|consecutive|different|subsequent)\s+runs\b|\bre-?run\w*"
+    r"|\bone after (?:another|the other)\b|\breproduc\w*|复现|重跑|再跑|再現|재현|повтор\w*|воспроизв\w*",
+    re.IGNORECASE)
 # A batch size as a description gives one: "a batch of 32", "batch size 8", "bs=1",
 # "batch_size = 64", "batchsize:1"; a sample run alone ("the first board alone", "just
 # one image"); a batch only compared ("a bigger batch").
@@ -83,6 +105,8 @@ def readings(text: str) -> list[str]:
         said.append("the output for one sample depends on the batch size")
     elif _differs_when_repeated(text):
         said.append("inference on the same input twice gives different outputs")
+    if _seeded_runs_differ(text):
+        said.append("same seed, different results between runs")
     return said
 
 
@@ -95,7 +119,12 @@ def _near(text: str, first: re.Pattern[str], second: re.Pattern[str]) -> bool:
 def _differs_when_repeated(text: str) -> bool:
     """The same input, run again, gives another output (not across seeds or versions)."""
     return (_near(text, _SAME_INPUT, _DIFFERENT) and _near(text, _SAME_INPUT, _REPEATED)
-            and not _OTHER_VARIATION.search(text))
+            and not _OTHER_VARIATION.search(text) and not _SEEDED.search(text))
+
+
+def _seeded_runs_differ(text: str) -> bool:
+    """A run with its seed set, repeated, ended with other results."""
+    return _near(text, _SEEDED, _RUNS_DIFFER) and _near(text, _SEEDED, _RUN_REPEATED)
 
 
 def _differs_with_batch(text: str) -> bool:

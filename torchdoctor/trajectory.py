@@ -15,7 +15,11 @@ Two facts about training decide between entries that read alike in prose:
   with every iteration. A loss that falls and then shoots far past its starting value
   has diverged, what a rate above the stable one does.
 
-Both are read off the words and the logged numbers, in the text (or its English copy),
+- *When memory ran out.* A batch too large for the card fails at the first step; an
+  out-of-memory error that comes only after training ran a while ("after 3 epochs",
+  "in the second epoch", "一段时间后") means something grew from step to step.
+
+All are read off the words and the logged numbers, in the text (or its English copy),
 never off one wording of one case. A NaN placed later leaves the computation's NaN in
 the lead; what puts the rate first is the rate itself named as the lever, a loss that
 rose before it turned, or the batch the rate was tuned for changed with the rate kept
@@ -101,6 +105,18 @@ def nan_moment(text: str) -> str | None:
         return "later"
     first = _first_counter(text, _NONFINITE)
     return "later" if first is not None and first > 1 else None
+
+
+# An out-of-memory error as people name it (the glossary's English copy reads the other
+# languages' words as "out of memory").
+_OUT_OF_MEMORY = re.compile(r"\bout of (?:gpu |cuda |video )?memory\b|\bOOM\b|\bmemory ?error\b",
+                            re.IGNORECASE)
+
+
+def oom_moment(text: str) -> str | None:
+    """``"later"`` when a report places its out-of-memory error after training ran a
+    while (a growth from step to step, not a batch too large), else ``None``."""
+    return "later" if _said_together(bounded(text), _OUT_OF_MEMORY, _LATER) else None
 
 
 def _said_together(text: str, word: re.Pattern[str], moment: re.Pattern[str]) -> bool:
