@@ -47,8 +47,8 @@ def test_memory_percentages_after_the_word_are_left_out():
 
 
 @pytest.mark.parametrize("text", [
-    "Training two classes on 1000 images is slow: I checked the GPU every few seconds and"
-    " its utilization never went above 11%, most of the time 2%.",
+    ("Training two classes on 1000 images is slow: I checked the GPU every few seconds and"
+    " its utilization never went above 11%, most of the time 2%."),
     "训练很慢，GPU，利用率最高也就 12% 左右，大多数时候只有 2%。",
 ])
 def test_low_utilisation_figures_diagnose_the_input_bottleneck(text):

@@ -177,8 +177,8 @@ ValueError: autodetected range of [nan, nan] is not finite
 @pytest.mark.parametrize("text", [
     "I fix the seed to 7, yet rerunning with the very same settings the F1 changes a little.",
     "Two runs with one config and one seed, started an hour apart, don't match.",
-    "Everything random is seeded, but training the same model three times in a row gives"
-    " a different accuracy each time.",
+    ("Everything random is seeded, but training the same model three times in a row gives"
+    " a different accuracy each time."),
     "随机种子设成了 42，可是同样的配置重复训练，结果上下浮动一个点左右。",
     "シードを固定しているのに、もう一度学習すると毎回結果が違います。",
     "Фиксирую сид, но при повторном запуске результаты разные.",
@@ -197,10 +197,10 @@ def test_seeds_without_a_repeated_run_that_differs_are_not(text):
 
 
 @pytest.mark.parametrize("text", [
-    "The seed is fixed at 66, but when I run it again with identical settings the result"
-    " changes a little. How do I get the same result on every run?",
-    "Everything is seeded, yet five runs of the same notebook one after another each"
-    " finish with a different test accuracy.",
+    ("The seed is fixed at 66, but when I run it again with identical settings the result"
+    " changes a little. How do I get the same result on every run?"),
+    ("Everything is seeded, yet five runs of the same notebook one after another each"
+    " finish with a different test accuracy."),
     "我已经固定了随机种子，但是每次复现出来的指标都不一样，怎么才能完全复现？",
 ])
 def test_seeded_runs_that_differ_rank_nondeterminism_first(text):

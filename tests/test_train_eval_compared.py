@@ -69,8 +69,8 @@ def test_close_or_misread_figures_are_not_a_gap(text):
 
 
 @pytest.mark.parametrize("text", [
-    "Adding model.eval() before testing makes the accuracy drop from 92% to 60%; leaving it out "
-    "gives the good number. Why does evaluation mode make things worse?",
+    ("Adding model.eval() before testing makes the accuracy drop from 92% to 60%; leaving it out "
+    "gives the good number. Why does evaluation mode make things worse?"),
     "验证的时候加了 model.eval() 精度就变差了很多,把 model.eval() 注释掉就正常了。",
 ])
 def test_eval_that_made_it_worse_ranks_the_batchnorm_statistics_first(text):
