@@ -1,4 +1,4 @@
-"""A changed batch with its learning rate kept, then divergence (`torchdoctor/batch_scaling.py`).
+"""A changed batch with its learning rate kept, then divergence (`torchdoctor/readings/batch_scaling.py`).
 
 The stable rate grows with the batch; a run that changed images per GPU, the GPU
 count or the accumulation and kept the reference rate diverges. Told beside a NaN or
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from torchdoctor.batch_scaling import batch_changed
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
+from torchdoctor.readings.batch_scaling import batch_changed
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

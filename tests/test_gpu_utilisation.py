@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from torchdoctor.gpu_utilisation import readings, utilisation_figures
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
+from torchdoctor.readings.gpu_utilisation import readings, utilisation_figures
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchdoctor.loaded_shapes import differing_shapes, readings
+from torchdoctor.readings.loaded_shapes import differing_shapes, readings
 
 
 @pytest.mark.parametrize("text", [

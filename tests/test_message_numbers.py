@@ -1,4 +1,4 @@
-"""A message's sizes beside the settings a person names (`torchdoctor/message_numbers.py`).
+"""A message's sizes beside the settings a person names (`torchdoctor/readings/message_numbers.py`).
 
 Since torch 1.11 a convolution reads a tensor one dimension short as an unbatched
 sample and prints it with a leading 1; when the channel count it read is the batch
@@ -13,7 +13,7 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import CONFIDENT, diagnose
-from torchdoctor.message_numbers import batch_sizes, readings
+from torchdoctor.readings.message_numbers import batch_sizes, readings
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

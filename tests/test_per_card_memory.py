@@ -14,7 +14,7 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
-from torchdoctor.per_card_memory import memory_per_card, processes_per_card, readings
+from torchdoctor.readings.per_card_memory import memory_per_card, processes_per_card, readings
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

@@ -16,8 +16,8 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
+from torchdoctor.readings.symptoms_compared import readings
 from torchdoctor.symptoms import readings as all_readings
-from torchdoctor.symptoms_compared import readings
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

@@ -1,4 +1,4 @@
-"""Old code run on a torch that removed `volatile` (`torchdoctor/torch_versions.py`).
+"""Old code run on a torch that removed `volatile` (`torchdoctor/readings/torch_versions.py`).
 
 torch 0.4 removed `volatile`; evaluation code written for 0.3 builds its graph under
 every later release and runs out of memory. A report tells the crossing by naming
@@ -13,7 +13,7 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import CONFIDENT, diagnose
-from torchdoctor.torch_versions import readings, versions
+from torchdoctor.readings.torch_versions import readings, versions
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 CROSSED = ["code from before torch 0.4 run on a later torch"]

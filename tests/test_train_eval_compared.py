@@ -13,8 +13,8 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
+from torchdoctor.readings.train_eval_compared import readings
 from torchdoctor.symptoms_glossary import in_english
-from torchdoctor.train_eval_compared import readings
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

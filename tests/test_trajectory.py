@@ -1,4 +1,4 @@
-"""When a report's NaN came, and which way its loss went (`torchdoctor/trajectory.py`).
+"""When a report's NaN came, and which way its loss went (`torchdoctor/readings/trajectory.py`).
 
 A NaN before any update, or with the first one, cannot be a rate's divergence; a
 loss that falls and climbs back toward its start needs a step that grows by itself
@@ -12,9 +12,9 @@ import pytest
 
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import diagnose
+from torchdoctor.readings.trajectory import loss_turn, oom_moment, training_losses
 from torchdoctor.symptoms import learning_rates, readings
 from torchdoctor.symptoms_glossary import in_english
-from torchdoctor.trajectory import loss_turn, oom_moment, training_losses
 
 KB = load_knowledge(include_user=False, use_cache=False, report=False)
 

@@ -15,8 +15,8 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-from torchdoctor.chance_level import chance_classes, near_ln
 from torchdoctor.linear_regex import bounded, compile_linear
+from torchdoctor.readings.chance_level import chance_classes, near_ln
 
 # name -> (fields it reads, fields it adds)
 DERIVATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

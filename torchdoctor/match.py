@@ -56,12 +56,10 @@ from pathlib import Path
 
 from torchdoctor import facts as derived_facts
 from torchdoctor import (
-    message_numbers,
     private_cache,
     retyped,
     similar,
     symptoms,
-    torch_versions,
     translated,
 )
 from torchdoctor.linear_regex import (
@@ -75,6 +73,7 @@ from torchdoctor.parsing.controls import strip_controls
 from torchdoctor.parsing.extras import quoted_conditions
 from torchdoctor.parsing.placeholders import filled
 from torchdoctor.raised_by import raised_by
+from torchdoctor.readings import message_numbers, torch_versions
 
 TIER_TYPE_AND_REGEX = 3.0
 TIER_REGEX = 2.0

@@ -26,14 +26,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchdoctor import batch_scaling, gpu_utilisation, loaded_shapes, per_card_memory
-from torchdoctor.chance_level import chance_classes
 from torchdoctor.linear_regex import RegexError, bounded, compile_linear
-from torchdoctor.symptoms_compared import readings as compared_readings
+from torchdoctor.readings import batch_scaling, gpu_utilisation, loaded_shapes, per_card_memory
+from torchdoctor.readings.chance_level import chance_classes
+from torchdoctor.readings.symptoms_compared import readings as compared_readings
+from torchdoctor.readings.torch_versions import readings as version_readings
+from torchdoctor.readings.train_eval_compared import readings as train_eval_readings
+from torchdoctor.readings.trajectory import loss_turn, nan_moment, oom_moment
 from torchdoctor.symptoms_glossary import in_english
-from torchdoctor.torch_versions import readings as version_readings
-from torchdoctor.train_eval_compared import readings as train_eval_readings
-from torchdoctor.trajectory import loss_turn, nan_moment, oom_moment
 
 # Numbers start where a number starts (not inside one) and have bounded digit runs, so a
 # run of 20,000 digits costs one short attempt at its start, not one per digit. Python's
