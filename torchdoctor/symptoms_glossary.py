@@ -23,6 +23,7 @@ fine") keep their order and their distance.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -304,7 +305,16 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     # A result that came back ("就正常了", "正常に戻った"): not "看是否正常", a check.
     (r"(?:就|又|也|都)?(?:恢复)?正常了|正常に戻っ\w{0,3}|정상으로\s*돌아\w{0,3}", " back to normal "),
 )
-_COMPILED = tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
+
+
+@functools.cache
+def _compiled() -> tuple[tuple[re.Pattern, str], ...]:
+    """The glossary's regexes, compiled when a description is first read: a pasted
+    traceback never needs them, and compiling them all costs ``diagnose`` a tenth of
+    its start-up."""
+    return tuple((re.compile(wording, re.IGNORECASE), english) for wording, english in _GLOSSARY)
+
+
 # What NFKC leaves: the ideographic full stop and the enumeration comma.
 _CJK_STOPS = str.maketrans({"。": ". ", "、": ", "})
 # Traditional characters of the words above, read as the simplified ones the glossary spells
@@ -328,6 +338,6 @@ def in_english(text: str) -> str | None:
         for word, mainland in _TAIWAN_WORDS:
             folded = word.sub(mainland, folded)
     read = folded
-    for wording, english in _COMPILED:
+    for wording, english in _compiled():
         read = wording.sub(lambda _found, said=english: f" {said.strip()} ", read)
     return read if read != text else None
