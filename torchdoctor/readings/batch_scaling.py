@@ -28,13 +28,14 @@ _SETTING = (r"(?:ims_per_batch|imgs_per_gpu|samples_per_gpu|images?[ _]per[ _](?
 # A value given to one of them: "IMS_PER_BATCH = 1", "batchsize=15", "GPUS=3", "batch size of 4".
 _SET = re.compile(rf"\b(?:\w+\.)?(?P<setting>{_SETTING})\b\s*(?:=|:|to|of|is)?\s*(?P<value>\d{{1,5}})\b",
                   re.IGNORECASE)
-# The rest of the configuration, the rate with it, left as the reference had it.
+# The rest of the configuration, the rate with it, left as the reference had it. "The same
+# settings as the paper" keeps the batch too, so only the rate is named kept on its own.
 _KEPT = re.compile(
     r"\b(?:left|kept?|keeping|leaving|without chang\w*)\b[^.\n]{0,40}\b(?:unchanged|the same|as (?:it|they) (?:was|were)"
     r"|default|(?:every|all)\s+(?:the\s+)?other)\b"
     r"|\b(?:every|all)\s+(?:the\s+)?other\s+(?:param\w*|settings?|hyper-?param\w*|options?|configs?)\b"
     r"[^.\n]{0,30}\b(?:unchanged|the same|default)\b"
-    r"|\b(?:same|default|original)\s+(?:lr|learning[ _]rate|base[ _]lr|config\w*|settings?|hyper-?param\w*|solver)\b"
+    r"|\b(?:same|default|original)\s+(?:lr|learning[ _]rate|base[ _]lr)\b"
     r"|\bwithout\s+chang\w*\s+(?:the\s+)?(?:lr|learning[ _]rate|base[ _]lr)\b",
     re.IGNORECASE)
 # The machine the run moved to: "from an 8-GPU machine to a 4-GPU machine", "8 GPUs to 2".
