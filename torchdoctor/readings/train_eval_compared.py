@@ -22,8 +22,10 @@ import re
 
 from torchdoctor.linear_regex import bounded
 
-# model.eval() as a person writes it: the call, or "eval mode".
-_EVAL = r"(?:[\"'`]?(?:\w+\.)?eval\(\)[\"'`]?|eval(?:uation)?\s+mode)"
+# model.eval() as a person writes it: the call, or "eval mode". Its object starts at a
+# word's start: tried inside a long run of word characters, it would rescan the run
+# from every position.
+_EVAL = r"(?:[\"'`]?(?:\b\w+\.)?eval\(\)[\"'`]?|eval(?:uation)?\s+mode)"
 # A result that went down, or an error that went up, or plainly worse.
 _WORSE = (r"(?:\b(?:acc\w*|performance|results?|scores?|m?AP|m?IoU|dice|precision|recall|f1|metrics?|numbers?)\b"
           r"[^.?!\n]{0,40}?\b(?:goes|went|gone|going|drops?|dropped|dropping|falls?|fell|decreas\w*|"
