@@ -438,7 +438,6 @@ def _head_width(text: str) -> int | None:
     return int(widths[-1]) if widths else None
 
 
-# A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
 # A sentence that tells a lever the person already pulled, with the symptom unchanged:
 # "I also set shuffle=False and it still happens", "raising the rate changed nothing",
 # "加了 model.eval() 还是一样". A phrase of an entry that ends in the telling of that
@@ -483,13 +482,7 @@ def _standing(regex: re.Pattern[str], text: str,
     return next((found for found in regex.finditer(text) if not _ruled_out(found, pulled)), None)
 
 
-def _ruled_out(found: re.Match[str], spans: list[tuple[int, int]]) -> bool:
-    """Whether a hit reaches into a sentence that tells a lever already pulled, without
-    naming that the symptom persisted."""
-    return any(found.start() < end and start < found.end() for start, end in spans) and (
-        not _PERSISTS.search(found.group(0)))
-
-
+# A name a log prints a value under: "mask_loss:  nan", "val_acc=0.12", "train_loss 2.3".
 _LOGGED_NAME = re.compile(r"\b[A-Za-z]{1,30}(?:_[A-Za-z]{1,30}){1,4}\b(?=[ \t]{0,3}[:=]?[ \t]{0,3}"
                           r"(?:[-+]?\d|nan\b|inf\b))", re.IGNORECASE)
 
