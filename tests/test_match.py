@@ -707,7 +707,7 @@ def test_a_log_line_names_its_numbers_with_identifiers_that_read_as_words():
     assert [m.entry.id for m in logged] == ["numerics.nan"]
     # A setting is not a logged value's name: NCCL_P2P_DISABLE stays one word.
     setting = "with NCCL_P2P_DISABLE=1 the K80s no longer get stuck, the loss is 2.3"
-    assert diagnose(setting, kb(hang)).matches == []
+    assert [m for m in diagnose(setting, kb(hang)).matches if m.kind == "match"] == []
 
 
 def test_a_traceback_cut_before_its_error_is_matched_on_the_words_around_it():

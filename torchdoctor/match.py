@@ -13,6 +13,7 @@ exception type + regex  3.0
 regex only              2.0
 older ``messages``      1.0
 prose symptom           0.5
+reads like its reports  0.41
 ====================  =====
 
 then inside a tier: +0.3 when the match is on a CUDA assertion line (it
@@ -34,6 +35,11 @@ Measured on the corpus of real pastes (``tests/perf/bench_corpus.py``
 prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
 type and a pattern agree and no other entry's pattern matched — names the
 right entry at least 95 % of the time; below it a match is worded as a guess.
+
+A description no symptom phrase matched, but that tells a symptom (what is watched,
+how it behaves, when, around what: ``facets/``), ranks the entries whose real reports
+read most like it, at the lowest recognised tier, ``TIER_RESEMBLANCE`` plus up to
+``RESEMBLANCE_WEIGHT`` by its share of the likelihood: always a guess.
 
 No dead ends: when nothing is recognised, the entries that resemble the paste
 most (``similar.py``) are returned in ``Diagnosis.similar`` (``kind="similar"``,
@@ -62,6 +68,8 @@ from torchdoctor import (
     symptoms,
     translated,
 )
+from torchdoctor.facets.ranking import FacetIndex
+from torchdoctor.facets.vocabulary import facets_of, tells_a_symptom
 from torchdoctor.linear_regex import (
     TEXT_LIMIT,
     RegexError,
@@ -79,6 +87,8 @@ TIER_TYPE_AND_REGEX = 3.0
 TIER_REGEX = 2.0
 TIER_MESSAGE = 1.0
 TIER_SYMPTOM = 0.5
+TIER_RESEMBLANCE = 0.41
+RESEMBLANCE_WEIGHT = 0.08
 ASSERT_BONUS = 0.3
 PHASE_BONUS = 0.05
 SPECIFICITY_WEIGHT = 0.4
@@ -228,6 +238,7 @@ class MatchIndex:
         self.raise_sites = [(entry, site) for entry in self.entries
                             for site in getattr(entry, "raised_in", None) or []]
         self._similarity: similar.SimilarityIndex | None = None
+        self._facets: FacetIndex | None = None
         self._literals: list[tuple[str, str, str]] | None = None  # built on first fragment
         self._phrases: list[tuple[_CompiledPattern, str]] | None = None
 
@@ -269,6 +280,13 @@ class MatchIndex:
             self._wordings = list(dict.fromkeys(
                 [*self._messages_printed, *(w for w in written if w)]))
         return self._wordings
+
+    @property
+    def facets(self) -> FacetIndex:
+        """The symptom entries' profiles over facets, built when a description first needs them."""
+        if self._facets is None:
+            self._facets = FacetIndex(self.symptom_entries)
+        return self._facets
 
     @property
     def similarity(self) -> similar.SimilarityIndex:
@@ -362,7 +380,9 @@ class Match:
     fields: dict = field(default_factory=dict)
     facts: list[str] = field(default_factory=list)
     hypotheses: list[dict] = field(default_factory=list)
-    # "match": a pattern, wording or symptom recognised it; "similar": it only resembles
+    # "match": a pattern, wording or symptom phrase recognised it; "reads_like": no phrase
+    # did, but the description reads like the entry's real reports (``facets/``), always a
+    # guess; "similar": nothing was recognised and it only resembles the entry's words
     kind: str = "match"
 
     @property
@@ -524,6 +544,7 @@ class _Candidate:
     fields: dict
     # Its pattern holds only inside an op (``inside``), and the error was raised there.
     raised_inside: bool = False
+    kind: str = "match"
 
 
 @dataclass(frozen=True)
@@ -903,6 +924,22 @@ def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
     return candidates
 
 
+def _match_resemblance(index: MatchIndex, text: str) -> list[_Candidate]:
+    """The entries whose real reports read most like a description no phrase matched."""
+    shown = facets_of(symptoms.described(text))
+    if not tells_a_symptom(shown):
+        return []  # the entries' profiles are built only for a text that tells a symptom
+    candidates = []
+    for found in index.facets.rank(shown):
+        typical = ", ".join(name.split(".", 1)[1].replace("_", " ") for name in found.typical)
+        reason = ("no symptom phrase matched; reads like its reports"
+                  + (f" ({typical})" if typical else "") + f", likelihood share {found.probability:.2f}")
+        candidates.append(_Candidate(found.entry, round(TIER_RESEMBLANCE + RESEMBLANCE_WEIGHT
+                                                        * found.probability, 4), reason, {},
+                                     kind="reads_like"))
+    return candidates
+
+
 # A 10 MB log holds the error near its end; prose and raw-text fallbacks look
 # only at the tail, as much of it as a knowledge-base regex may see.
 def diagnose(text: str, kb: object) -> Diagnosis:
@@ -981,6 +1018,9 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             message = message + "\n" + _prose_around(parsed, tail)
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)
+        if not candidates and (parsed is None or not _value(parsed, "type")):
+            # A description with no error in it, in words no symptom phrase knows.
+            candidates = _match_resemblance(index, message)
     other_library = raised_by(parsed)
     if not candidates and other_library is not None:
         # Another library failed on what torch produced (a histogram of NaN weights, a
@@ -1123,4 +1163,5 @@ def _build_match(candidate: _Candidate, prose_fields: dict, message: str) -> Mat
         fields=fields,
         facts=sentences,
         hypotheses=render_hypotheses(candidate.entry, fields),
+        kind=candidate.kind,
     )

@@ -23,9 +23,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-# Similar entries score at most this: below the lowest recognised tier (a prose
-# symptom, 0.5), so a guess from resemblance never outranks a recognition.
-SCORE_CEILING = 0.45
+# Similar entries score at most this: below the lowest recognised tier (a report's
+# facets, match.TIER_RESEMBLANCE), so a guess from resemblance never outranks a recognition.
+SCORE_CEILING = 0.4
 # Below this cosine the paste shares nothing but chance words with any entry:
 # then there is no error and no symptom in it, and nothing is shown.
 MIN_SIMILARITY = 0.06

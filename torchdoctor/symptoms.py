@@ -561,7 +561,7 @@ _GROUPING = re.compile(r"\(\?(?:[:=!]|P?<[^>]*>)|[()?*+]")
 
 
 @functools.lru_cache(maxsize=8192)
-def _spelled(branch: str) -> tuple[str, ...]:
+def spelled_words(branch: str) -> tuple[str, ...]:
     """The words a phrase spells out, lower-cased ("explod" of ``explod\\w*``)."""
     bare = _GROUPING.sub("", _ESCAPE.sub(" ", branch))
     return tuple(sorted({word.lower() for part in bare.split("|") for word in _TOKEN.findall(part)}))
@@ -581,7 +581,7 @@ def _named_words(found: re.Match[str], branch: str,
                  weight: dict[str, float]) -> dict[int, float]:
     """Where, in the text, the words a hit's phrase spells out lie, each with what it
     tells the entries apart (its ``weight``)."""
-    spelled = _spelled(branch)
+    spelled = spelled_words(branch)
     named = {}
     for word in _TOKEN.finditer(found.group(0)):
         if naming := _naming(word.group(0).lower(), spelled):
@@ -612,7 +612,22 @@ def _weights_for(vocabularies: tuple[tuple[str, ...], ...]) -> dict[str, float]:
 def _vocabulary(entry: object) -> tuple[str, ...]:
     return tuple(sorted({word for regex in symptom_regexes(entry)
                          for branch in phrases(str(getattr(regex, "regex", regex)))
-                         for word in _spelled(branch)}))
+                         for word in spelled_words(branch)}))
+
+
+@functools.lru_cache(maxsize=4)
+def described(text: str) -> str:
+    """``text`` as the symptom regexes and facets read it: with its other-language words
+    read as English, and the readings of its numbers and identifiers (taken from that
+    copy, whose punctuation is ASCII), each after the text."""
+    seen = bounded(text)
+    english = in_english(seen)
+    said = readings(english or seen)
+    if english:
+        seen = seen + "\n" + english
+    if said:
+        seen = seen + "\n" + "\n".join(said)
+    return seen
 
 
 def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
@@ -627,15 +642,7 @@ def match_symptoms(text: str, entries: Iterable[object]) -> list[SymptomMatch]:
     results: list[SymptomMatch] = []
     entries = tuple(entries)
     weight = _weights_for(tuple(_vocabulary(entry) for entry in entries))
-    seen = bounded(text)
-    # Words of another language read as the English phrases the regexes know, and the
-    # readings taken from that copy, whose punctuation is ASCII.
-    english = in_english(seen)
-    said = readings(english or seen)
-    if english:
-        seen = seen + "\n" + english
-    if said:
-        seen = seen + "\n" + "\n".join(said)
+    seen = described(text)
     # A log names its numbers with identifiers ("mask_loss: nan", "val_acc 0.1"): those
     # are read as words too, so a phrase about the loss finds "mask_loss" as "mask loss".
     # The copy has the text's length, so a hit in either names the same positions.
