@@ -32,6 +32,9 @@ from torchdoctor.knowledge import CATEGORIES
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 # Pastes kept out of every tuning, scored apart (see its README).
 UNSEEN_DIR = Path(__file__).resolve().parent / "corpus_unseen"
+# Prose reports read while shaping how descriptions are read, never phrase-tuned nor
+# counted into the entries' report profiles (see its README).
+DEV_DIR = Path(__file__).resolve().parent / "corpus_dev"
 GROUPS = ("issues", "pages")
 
 # The kinds of paste a case can be; a case carries every tag that applies.

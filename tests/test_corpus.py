@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from corpus_cases import CATEGORIES, GROUPS, UNSEEN_DIR, CorpusError, load_cases
+from corpus_cases import CATEGORIES, DEV_DIR, GROUPS, UNSEEN_DIR, CorpusError, load_cases
 
 from torchdoctor.knowledge import load_knowledge
 
@@ -47,11 +47,19 @@ FLOOR_CONFIDENT_COVERAGE_OF_ERRORS = 0.67
 FLOOR_UNSEEN_TOP1_CATEGORY = 0.69
 FLOOR_UNSEEN_TOP1_ENTRY = 0.59
 MIN_UNSEEN_CASES = 149
+# The prose reports of tests/corpus_dev/: no phrase was written for them and the
+# entries' report profiles do not count them (see its README).
+FLOOR_DEV_TOP1_CATEGORY = 0.68
+FLOOR_DEV_TOP1_ENTRY = 0.25
+MIN_DEV_CASES = 68
+# The ranking by a report's facets alone, on the corpus's prose reports it never
+# counted (five-fold cross-validation, tests/perf/bench_corpus.py).
+FLOOR_FACETS_CROSS_VALIDATED_TOP1 = 0.58
 
 _SCORE = """
 import json, sys
 sys.path.insert(0, 'tests')
-from corpus_cases import UNSEEN_DIR, calibration, figures, load_cases, score
+from corpus_cases import DEV_DIR, UNSEEN_DIR, calibration, figures, load_cases, score
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import CONFIDENT
 kb = load_knowledge(include_user=False, use_cache=False, report=False)
@@ -60,6 +68,7 @@ result = figures(outcomes)
 result['confident'] = calibration(outcomes, CONFIDENT)
 result['confident_errors'] = calibration([o for o in outcomes if not o.case.prose_only], CONFIDENT)
 result['unseen'] = figures(score(load_cases(kb, UNSEEN_DIR), kb))
+result['dev'] = figures(score(load_cases(kb, DEV_DIR), kb))
 result['torch_imported'] = sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.'))
 print(json.dumps(result))
 """
@@ -109,6 +118,15 @@ def test_the_held_out_pastes_are_valid_and_come_from_threads_the_corpus_lacks(ca
     assert sum(case.before_1_8 for case in unseen) >= len(unseen) / 4
 
 
+def test_the_development_reports_are_prose_from_threads_no_other_set_holds(cases, unseen, kb):
+    dev = load_cases(kb, DEV_DIR)
+    assert len(dev) >= MIN_DEV_CASES
+    assert all(case.prose_only for case in dev)
+    sources = {case.source for case in dev}
+    assert sources.isdisjoint(case.source for case in cases)
+    assert sources.isdisjoint(case.source for case in unseen)
+
+
 def test_no_report_is_in_the_corpus_twice(cases):
     """Two cases may come from one thread (different comments), never the same
     paste written twice: that would count one report double in every figure."""
@@ -148,6 +166,23 @@ def test_diagnose_on_held_out_pastes_stays_at_or_above_its_floors(scored):
     assert unseen["cases"] >= MIN_UNSEEN_CASES
     assert unseen["top1_category"] >= FLOOR_UNSEEN_TOP1_CATEGORY
     assert unseen["top1_entry"] >= FLOOR_UNSEEN_TOP1_ENTRY
+
+
+@pytest.mark.slow
+def test_diagnose_on_development_reports_stays_at_or_above_its_floors(scored):
+    dev = scored["dev"]
+    assert dev["cases"] >= MIN_DEV_CASES
+    assert dev["top1_category"] >= FLOOR_DEV_TOP1_CATEGORY
+    assert dev["top1_entry"] >= FLOOR_DEV_TOP1_ENTRY
+
+
+@pytest.mark.slow
+def test_the_facet_ranking_carries_over_to_prose_reports_it_never_counted(kb):
+    sys.path.insert(0, str(ROOT / "tests" / "perf"))
+    from bench_corpus import facets_cross_validated
+
+    top1, _top3 = facets_cross_validated(kb)
+    assert top1 >= FLOOR_FACETS_CROSS_VALIDATED_TOP1
 
 
 @pytest.mark.slow

@@ -1,10 +1,16 @@
 """How well ``diagnose`` recognises the real pastes in ``tests/corpus/``.
 
-    python tests/perf/bench_corpus.py [--unseen] [--misses] [--form TAG] [--category NAME]
+    python tests/perf/bench_corpus.py [--unseen | --dev] [--misses] [--form TAG] [--category NAME]
 
 With ``--unseen`` it scores the held-out pastes of ``tests/corpus_unseen/``
 instead: cases no pattern was written against, so their figures say how
-``diagnose`` does on pastes nobody tuned it for.
+``diagnose`` does on pastes nobody tuned it for. With ``--dev``, the prose
+reports of ``tests/corpus_dev/``, which no phrase was written for and no
+entry's report profile counts.
+
+On the whole corpus it also prints how the ranking by a report's facets
+(``torchdoctor/facets``) does alone, cross-validated: five times, the profiles
+are counted from four fifths of the corpus's prose reports and rank the fifth.
 
 Prints top-1/top-3 category and entry accuracy, the share answered only with
 "similar, not recognised" entries (a miss for the accuracy columns; sim@3 is
@@ -35,6 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from corpus_cases import (
     CATEGORIES,
     CORPUS_DIR,
+    DEV_DIR,
     FORM_TAGS,
     UNSEEN_DIR,
     Outcome,
@@ -84,17 +91,44 @@ def calibration_table(outcomes: list[Outcome]) -> None:
           f"confident): {errors['coverage'] * 100:.1f}%")
 
 
+def facets_cross_validated(kb: object, folds: int = 5) -> tuple[float, float]:
+    """Top-1 and top-3 entry accuracy of the facet ranking on prose reports it never
+    counted: each fold's profiles come from the other folds."""
+    import random
+
+    from torchdoctor.facets.profiles import corpus_reports, count_reports
+    from torchdoctor.facets.ranking import FacetIndex
+    from torchdoctor.facets.vocabulary import facets_of
+    from torchdoctor.symptoms import described
+
+    reports = corpus_reports(CORPUS_DIR)
+    order = list(range(len(reports)))
+    random.Random(0).shuffle(order)
+    first = within_three = 0
+    for fold in range(folds):
+        held = set(order[fold::folds])
+        index = FacetIndex(kb.entries, count_reports(r for i, r in enumerate(reports) if i not in held))
+        for i in held:
+            ranked = [found.entry.id for found in index.rank(facets_of(described(reports[i][1])))]
+            first += ranked[:1] == [reports[i][0]]
+            within_three += reports[i][0] in ranked
+    return first / len(reports), within_three / len(reports)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--misses", action="store_true", help="list every miss")
     parser.add_argument("--form", help="only cases with this form tag")
     parser.add_argument("--category", help="only cases of this category")
-    parser.add_argument("--unseen", action="store_true",
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--unseen", action="store_true",
                         help="score the held-out pastes of tests/corpus_unseen/")
+    chosen.add_argument("--dev", action="store_true",
+                        help="score the prose reports of tests/corpus_dev/")
     args = parser.parse_args()
 
     kb = load_knowledge(include_user=False, use_cache=False, report=False)
-    cases = load_cases(kb, UNSEEN_DIR if args.unseen else CORPUS_DIR)
+    cases = load_cases(kb, UNSEEN_DIR if args.unseen else DEV_DIR if args.dev else CORPUS_DIR)
     if args.form:
         cases = [c for c in cases if args.form in c.form]
     if args.category:
@@ -132,7 +166,10 @@ def main() -> int:
               f"{max(math.floor(overall['top1_category'] * 100) - 2, 0) / 100:.2f}")
         print(f"  FLOOR_UNSEEN_TOP1_ENTRY = "
               f"{max(math.floor(overall['top1_entry'] * 100) - 2, 0) / 100:.2f}")
-    elif not (args.form or args.category):
+    elif not (args.form or args.category or args.dev):
+        top1, top3 = facets_cross_validated(kb)
+        print(f"\nranking by facets alone, 5-fold cross-validation over the prose reports: "
+              f"top-1 {top1 * 100:.1f}%, top-3 {top3 * 100:.1f}%")
         overall = figures(outcomes)
         print("\nfloors for tests/test_corpus.py (one point below today's figures):")
         for name, key in (("FLOOR_TOP1_CATEGORY", "top1_category"),
