@@ -20,6 +20,7 @@ from torchdoctor.facets.profiles import (
     load_reports,
 )
 from torchdoctor.facets.ranking import FacetIndex
+from torchdoctor.facets.reading import report_facets
 from torchdoctor.facets.vocabulary import facets_of, tells_a_symptom
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import TIER_RESEMBLANCE, TIER_SYMPTOM, diagnose
@@ -58,12 +59,12 @@ def test_a_word_or_two_is_no_report():
      "validation numbers every time."), "other.nondeterminism"),
 ])
 def test_reports_in_new_words_read_like_their_entries_reports(kb, report, entry):
-    ranked = FacetIndex(kb.entries).rank(facets_of(described(report)))
+    ranked = FacetIndex(kb.entries).rank(report_facets(report))
     assert entry in [found.entry.id for found in ranked]
 
 
 def test_no_symptom_no_ranking(kb):
-    assert FacetIndex(kb.entries).rank(facets_of(described("hello, is this project still maintained?"))) == []
+    assert FacetIndex(kb.entries).rank(report_facets("hello, is this project still maintained?")) == []
 
 
 def test_an_entry_no_report_reached_keeps_the_profile_of_its_own_words(kb):

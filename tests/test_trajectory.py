@@ -165,7 +165,8 @@ def test_a_loss_scale_that_fell_to_zero_under_amp_is_a_nan_never_printed():
 
 def test_gradient_accumulation_named_as_a_technique_is_not_gradients_left_unzeroed():
     said = "I train with gradient accumulation over 4 steps and the loss is fine."
-    assert all(m["entry"] != "training.missing_zero_grad" for m in diagnose(said, KB).to_dict()["matches"])
+    assert all(m["entry"] != "training.missing_zero_grad" for m in diagnose(said, KB).to_dict()["matches"]
+               if m["kind"] == "match")
     assert _top("the gradients accumulate across iterations, I never reset them") == (
         "training.missing_zero_grad")
 

@@ -36,10 +36,11 @@ prints the bands), a top match scoring at least ``CONFIDENT`` — the exception
 type and a pattern agree and no other entry's pattern matched — names the
 right entry at least 95 % of the time; below it a match is worded as a guess.
 
-A description no symptom phrase matched, but that tells a symptom (what is watched,
-how it behaves, when, around what: ``facets/``), ranks the entries whose real reports
-read most like it, at the lowest recognised tier, ``TIER_RESEMBLANCE`` plus up to
-``RESEMBLANCE_WEIGHT`` by its share of the likelihood: always a guess.
+A description without an error that tells a symptom (what is watched, how it
+behaves, when, around what: ``facets/``) also ranks the entries whose real reports
+read most like it, after those its phrases named, at the lowest recognised tier:
+``TIER_RESEMBLANCE`` plus up to ``RESEMBLANCE_WEIGHT`` by its share of the
+likelihood, always a guess (kind ``reads_like``).
 
 No dead ends: when nothing is recognised, the entries that resemble the paste
 most (``similar.py``) are returned in ``Diagnosis.similar`` (``kind="similar"``,
@@ -69,7 +70,8 @@ from torchdoctor import (
     translated,
 )
 from torchdoctor.facets.ranking import FacetIndex
-from torchdoctor.facets.vocabulary import facets_of, tells_a_symptom
+from torchdoctor.facets.reading import report_facets
+from torchdoctor.facets.vocabulary import tells_a_symptom
 from torchdoctor.linear_regex import (
     TEXT_LIMIT,
     RegexError,
@@ -924,9 +926,17 @@ def _match_prose(index: MatchIndex, text: str) -> list[_Candidate]:
     return candidates
 
 
+def _add_resemblance(candidates: list[_Candidate], resembling: list[_Candidate]) -> None:
+    """The entries a description's facets place, after those its phrases named: a phrase
+    hit says more than a resemblance (so the order of those stays), and the facets fill
+    the list with what such reports most often turn out to be."""
+    named = {str(candidate.entry.id) for candidate in candidates}
+    candidates.extend(found for found in resembling if str(found.entry.id) not in named)
+
+
 def _match_resemblance(index: MatchIndex, text: str) -> list[_Candidate]:
     """The entries whose real reports read most like a description no phrase matched."""
-    shown = facets_of(symptoms.described(text))
+    shown = report_facets(text)
     if not tells_a_symptom(shown):
         return []  # the entries' profiles are built only for a text that tells a symptom
     candidates = []
@@ -1018,9 +1028,10 @@ def diagnose(text: str, kb: object) -> Diagnosis:
             message = message + "\n" + _prose_around(parsed, tail)
         prose_fields = symptoms.extract_numbers(message)
         candidates = _match_prose(index, message)
-        if not candidates and (parsed is None or not _value(parsed, "type")):
-            # A description with no error in it, in words no symptom phrase knows.
-            candidates = _match_resemblance(index, message)
+        if parsed is None or not _value(parsed, "type"):
+            # A description with no error in it: the entries its facets place, beside
+            # (and below) the ones its phrases named.
+            _add_resemblance(candidates, _match_resemblance(index, message))
     other_library = raised_by(parsed)
     if not candidates and other_library is not None:
         # Another library failed on what torch produced (a histogram of NaN weights, a

@@ -98,8 +98,7 @@ def facets_cross_validated(kb: object, folds: int = 5) -> tuple[float, float]:
 
     from torchdoctor.facets.profiles import corpus_reports, count_reports
     from torchdoctor.facets.ranking import FacetIndex
-    from torchdoctor.facets.vocabulary import facets_of
-    from torchdoctor.symptoms import described
+    from torchdoctor.facets.reading import report_facets
 
     reports = corpus_reports(CORPUS_DIR)
     order = list(range(len(reports)))
@@ -109,7 +108,7 @@ def facets_cross_validated(kb: object, folds: int = 5) -> tuple[float, float]:
         held = set(order[fold::folds])
         index = FacetIndex(kb.entries, count_reports(r for i, r in enumerate(reports) if i not in held))
         for i in held:
-            ranked = [found.entry.id for found in index.rank(facets_of(described(reports[i][1])))]
+            ranked = [found.entry.id for found in index.rank(report_facets(reports[i][1]))]
             first += ranked[:1] == [reports[i][0]]
             within_three += reports[i][0] in ranked
     return first / len(reports), within_three / len(reports)

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchdoctor.facets.reading import report_facets
 from torchdoctor.facets.vocabulary import NAMES, facets_of
 
 REPORTS_FILE = Path(__file__).resolve().parent / "reports.json"
@@ -71,11 +72,9 @@ def profiles_for(entries: Iterable[object], reports: dict[str, Profile]) -> dict
 
 def count_reports(labelled: Iterable[tuple[str, str]]) -> dict[str, Profile]:
     """Profiles from ``(entry id, report text)`` pairs."""
-    from torchdoctor.symptoms import described
-
     counted: dict[str, Profile] = {}
     for entry_id, text in labelled:
-        counted.setdefault(entry_id, Profile()).add(facets_of(described(text)))
+        counted.setdefault(entry_id, Profile()).add(report_facets(text))
     return counted
 
 

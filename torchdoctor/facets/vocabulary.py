@@ -37,26 +37,33 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|oom[- ]?killer|\bhtop\b|shared memory|/dev/shm"), True),
     ("quantity.memory", r"\bmemory\b|\bmem\b|\bGi?B\b", True),
     ("quantity.time", (r"\bspeed|\bit/s\b|\bs/it\b|\bthroughput|seconds? (?:per|each|an?)\b"
-     r"|\bper (?:epoch|iteration|step|batch)\b|\bhours?\b|\bminutes?\b|\bms\b|\blatency|\btim(?:e|ing)\b"), True),
+     r"|\bper (?:epoch|iteration|step|batch)\b|\bhours?\b|\bminutes?\b|\bms\b|\blatency|\btim(?:e|ing)\b"
+     r"|\b\d+(?:\.\d+)?\s?(?:s|sec|secs|seconds|mins?|minutes|h|hrs?|hours)\b|\b\d{1,2}:\d\d\b|/iter(?:ation)?\b|秒|分钟|小时|時間|시간|секунд|минут"), True),
     ("quantity.utilisation", (r"\butili[sz]ation|\butil\b|gpu usage|gpu-util|\bvolatile\b"
-     r"|\d\s*%\s*(?:gpu|usage|util|load)"), True),
+     r"|\d\s*%\s*(?:gpu|usage|util|load)"
+     r"|\busage\b|利用率|使用率|使用量|사용률|загрузк"), True),
     ("quantity.gradients", r"\bgrad(?:ient)?s?\b|\.grad\b|\bbackward\b", True),
     ("quantity.weights", r"\bweights?\b|\bparam(?:eter)?s?\b", True),
     ("quantity.outputs", r"\boutputs?\b|\bpredict(?:ion)?s?\b|\blogits?\b|\bprobabilit", True),
     ("quantity.held_out", (r"\bval(?:idation)?\b|\bval_|\btest(?:ing)? (?:set|data|loss|acc)"
-     r"|\bdev set\b|\bheld[- ]out\b|\beval(?:uation)? (?:set|loss|acc)"), True),
-    ("quantity.training", r"\btrain(?:ing)?\b|\btrain_", True),
+     r"|\bdev set\b|\bheld[- ]out\b|\beval(?:uation)? (?:set|loss|acc)"
+     r"|验证|测试|検証|テスト|검증|테스트|валидац|тест"), True),
+    ("quantity.training", (r"\btrain(?:ing)?\b|\btrain_"
+     r"|训练|訓練|学習|학습|обучени"), True),
     ("quantity.loader", r"\bdata ?loader\b|\bdataset\b|__getitem__|\bcollate", True),
     # --- behaviour -----------------------------------------------------------------
     ("behaviour.stuck", (r"\bstuck\b|\bnot (?:decreas|chang|improv|go(?:ing)? down|mov|learn|converg|drop)"
      r"|(?:does|do|did|is|was|are|were)(?:n't| not) (?:decreas|chang|improv|go down|go up|move|learn|converg|drop)"
      r"|\bplateau|\bstays?\b|\bstayed\b|\bflat\b|\bconstant\b|\bsame (?:value|number|loss|accuracy)"
      r"|\bremains?\b|\bno (?:improvement|progress|learning|change)\b|\bnever (?:decreas|improv|chang|learn)"
-     r"|\bsaturat|\bhovers?\b|\baround the same\b|\bwon't (?:budge|go down|decrease|learn|change)"), True),
+     r"|\bsaturat|\bhovers?\b|\baround the same\b|\bwon't (?:budge|go down|decrease|learn|change)"
+     r"|不下降|不降|降不下去|不变|没变化|不收敛|不学习|下がらない|変わらない|줄지 않|변하지 않|не уменьша|не меня|не обуча"), True),
     ("behaviour.growing", (r"\bgrow|\bincreas|\bleak|\baccumulat|\bgoes up\b|\bgoing up\b|\bwent up\b"
-     r"|\brises?\b|\brising\b|\bballoon|\bclimb|\bkeeps? (?:going up|rising|growing|increasing)"), True),
+     r"|\brises?\b|\brising\b|\bballoon|\bclimb|\bkeeps? (?:going up|rising|growing|increasing)"
+     r"|累积|累加|往上涨|上涨|增长|增加|变大|越来越|涨|増え|増加|증가|늘어|раст[её]т|увеличива"), True),
     ("behaviour.falling", (r"\bdecreas|\bdrops?\b|\bdropped\b|\bgoes down\b|\bwent down\b|\bfalls?\b"
-     r"|\bfell\b|\breduc|\blower\b|\bshrink"), True),
+     r"|\bfell\b|\breduc|\blower\b|\bshrink"
+     r"|下降|降低|减少|減少|下がる|감소|줄어|уменьша|пада"), True),
     ("behaviour.nan", (r"(?:^|[^a-z])nans?(?:$|[^a-z])|\binf\b|\binfinity\b|\bdiverg|\bexplod|\bblows? up\b"
      r"|\bblew up\b"), True),
     ("behaviour.zero", r"\bzero(?:s|es)?\b|\b0\.0+\b|\ball 0s?\b", True),
@@ -70,17 +77,20 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
     ("behaviour.hangs", (r"\bhangs?\b|\bhanging\b|\bhung\b|\bfreez|\bfroze|\bdeadlock|\bnever (?:returns?|finish|ends?|starts?)"
      r"|\bno progress\b|\bwaits? forever\b|\bforever\b|\bunresponsive|\bnothing happens\b|\bsits? there\b"
      r"|\bnothing (?:is |gets )?printed\b|\bno (?:output|step|iteration|batch)s? (?:ever|at all)\b"
-     r"|\bnever (?:gets|got|get) past\b|\b(?:does|did)(?:n't| not) (?:start|proceed|continue)\b"), True),
+     r"|\bnever (?:gets|got|get) past\b|\b(?:does|did)(?:n't| not) (?:start|proceed|continue)\b"
+     r"|\b(?:gets?|got|getting) stuck\b|\bstuck (?:at|in|on|after|during|when|forever) (?:the )?(?:train|training|val|validation|test|epoch|step|iteration|batch|first|second|end|start|beginning|backward|forward|barrier|allreduce|init)|\bno logs?\b|\bpauses?\b|\bpaused\b|卡住|卡死|卡在|不动了|停住|停顿|停很久|停了很久|固まる|止まる|멈춰|멈춤|зависа"), True),
     ("behaviour.killed", (r"\bcrash|\bkilled\b|\bsegfault|\bsegmentation fault|\bdies\b|\bdied\b|\bterminat"
      r"|\baborted\b|\bcore dumped\b"), True),
-    ("behaviour.out_of_memory", r"\bout of memory\b|\bOOMs?\b|\bruns? out of (?:gpu |cuda )?memory", True),
+    ("behaviour.out_of_memory", (r"\bout of memory\b|\bOOMs?\b|\bruns? out of (?:gpu |cuda )?memory"
+     r"|溢出|爆显存|显存不足|内存不足|メモリ不足|메모리\s*부족|нехватк\w* памяти"), True),
     ("behaviour.not_released", (r"\bnot (?:released|freed|deallocated|returned)|\bstill (?:used|occupied|allocated|reserved|there|shows?)"
      r"|\bdoes(?:n't| not) (?:release|free|go down|drop)|\bnever (?:released|freed)|\bfree (?:the|up) (?:gpu )?memory"
      r"|\bafter (?:del|deleting|empty_cache)"), True),
     ("behaviour.impossible_value", (r"\baccuracy (?:of |is |was |reaches |goes (?:over|above) )?(?:1\d\d\d?|[2-9]\d\d)(?:\.\d+)?\s?%"
      r"|\b(?:over|above|more than|greater than) 100\s?%|\bnegative loss\b|\bloss (?:is|goes|becomes) negative"), True),
     ("behaviour.gpu_unused", (r"\bis_available\(\)\s*(?:returns |is |=+ ?)?False\b|\b(?:runs?|running|trains?|training) on (?:the )?cpu\b"
-     r"|\bgpu (?:is )?(?:not|never) (?:used|utili[sz]ed|detected)|\bnot using (?:the )?gpu\b|\bno gpu\b"), True),
+     r"|\bgpu (?:is )?(?:not|never) (?:used|utili[sz]ed|detected)|\bnot using (?:the )?gpu\b|\bno gpu\b"
+     r"|\buses? (?:the )?cpu\b|\bcpu only\b|\bcpu instead\b|\bnot (?:on|using) (?:the )?gpu\b|用的是\s*cpu|在\s*cpu\s*上"), True),
     ("behaviour.differs_across_runs", (r"\bdifferent (?:results?|outputs?|values?|numbers|accuracy|loss)"
      r"|\bnot reproducible|\bnon-?determinis|\breproducib|\bvar(?:y|ies) (?:between|across|from) runs?"
      r"|\beach run\b|\bevery run\b|\bsame seed\b|\bfrom run to run\b|\brun to run\b"), True),
@@ -88,10 +98,12 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|\bbad (?:results?|accuracy|performance)|\bgarbage\b|\brandom (?:results?|predictions?|outputs?|guess)"), True),
     ("behaviour.better", r"\bbetter\b|\bhigher than\b|\bimprov(?:es|ed)\b|\bworks? fine\b", True),
     ("behaviour.apart", (r"\boverfit|\bgenerali[sz]|\bgap between\b|\b(?:train|training) (?:acc|accuracy|loss)\b"
-     r".{0,60}\b(?:val|validation|test)\b"), True),
+     r".{0,60}\b(?:val|validation|test)\b"
+     r"|\b(?:lower|higher|better|worse) than (?:the )?(?:train|training|val|validation|test)\b|\b(?:train|training)(?: set)?\b[^.\n]{0,40}\b(?:lower|higher|better|worse)\b[^.\n]{0,40}\b(?:val|validation|test)"), True),
     ("behaviour.uneven_cards", (r"\b(?:gpu|cuda|card|device)\s?:?\s?0\b|\bfirst (?:gpu|card|device)\b|\bmain gpu\b"
      r"|\bunbalanced\b|\bimbalanc(?:e|ed) (?:memory|load|usage)|\bmore memory (?:on|than)\b|\buneven"), True),
-    ("behaviour.slow", r"\bslow|\btakes? (?:too |so |very )?long|\bbottleneck|\bsluggish|\bwaiting for (?:data|the)", True),
+    ("behaviour.slow", (r"\bslow|\btakes? (?:too |so |very )?long|\bbottleneck|\bsluggish|\bwaiting for (?:data|the)"
+     r"|\bpainfully\b|\bnot (?:even )?\d(?:\.\d)?x faster\b|\bnot (?:much )?faster\b|慢|遅い|遅く|느리|медленн"), True),
     # --- moment --------------------------------------------------------------------
     ("moment.first_step", (r"\bfrom the (?:start|beginning|first)|\bfirst (?:iteration|step|batch|forward)\b"
      r"|\bstep 0\b|\bimmediately\b|\bright away\b|\bat the (?:very )?(?:start|beginning)\b|\bfrom step 1\b"), True),
@@ -99,9 +111,11 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|iters?|batches|hours?|minutes?)\b|\bafter (?:a while|some time|a few)|\bat (?:epoch|step|iteration) \d"
      r"|\beventually\b|\bsuddenly\b"), True),
     ("moment.epoch_edge", (r"\b(?:start|beginning|begin|end) of (?:each|every|an?|the) epoch|\bevery epoch\b"
-     r"|\bbetween epochs\b|\beach epoch\b|\bnew epoch\b|\bsecond epoch\b"), True),
+     r"|\bbetween epochs\b|\beach epoch\b|\bnew epoch\b|\bsecond epoch\b"
+     r"|\bbetween (?:\w+ ){0,3}epochs\b|\bend of (?:an? |each |every |some )?epochs?\b|\bepochs? (?:ends?|starts?|begins?)\b|\b(?:after|before) (?:each|every) epoch\b|epoch\s*(?:之间|结束|末尾|的末尾|开始)|每个\s*epoch|每一?轮"), True),
     ("moment.evaluation", (r"\beval\(\)|\.eval\b|\beval(?:uation)? mode\b|\binference\b|\btest time\b"
-     r"|\bpredict(?:ing)?\b|\bno_grad\b|\btrain\(\)|\bdeploy"), True),
+     r"|\bpredict(?:ing)?\b|\bno_grad\b|\btrain\(\)|\bdeploy"
+     r"|验证的时候|推理|推論|추론|инференс"), True),
     ("moment.second_step", r"\bsecond (?:iteration|step|batch|forward|backward|time|call)\b|\b2nd (?:iteration|step|batch)\b", True),
     ("moment.after_loading", (r"\bresum|\bload(?:ed|ing)? (?:the |my |a )?(?:checkpoint|model|weights|state_dict|saved)"
      r"|\bload_state_dict\b|\bsaved model\b|\breload|\brestor|\btorch\.load\b|\bcheckpoint"), True),
