@@ -236,6 +236,28 @@ async def test_intake_diagnoses_a_500_line_paste(tmp_path):
 
 
 @synchronously
+async def test_a_description_no_phrase_knows_is_told_as_reading_like_entries_not_matching(tmp_path):
+    app = make_app(tmp_path, fake_factory(), target=False, diagnosed=False, intake_first=True)
+    description = ("since I moved to four cards with torchrun the job just sits there after "
+                   "printing the config and nothing else is printed")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.query_one("#paste").load_text(description)
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        kinds = [match["kind"] for match in app.session.state.matches]
+        matched, resembling = kinds.count("match"), kinds.count("reads_like")
+        assert resembling >= 1
+        told = (f"{matched} knowledge-base {'entry matches' if matched == 1 else 'entries match'}; "
+                if matched else "") + f"{resembling} read{'s' if resembling == 1 else ''} like the description"
+        notices = [n.message for n in app._notifications]
+        assert any(notice.startswith("a guess: ") and notice.endswith(f"({told})")
+                   for notice in notices), notices
+
+
+@synchronously
 async def test_a_resumed_session_opens_where_it_stopped_without_rerunning(tmp_path):
     script = tmp_path / "train.py"
     script.write_text("raise SystemExit(1)\n")

@@ -1,25 +1,33 @@
 """Rank entries by how well a report's facets fit their reports' profiles.
 
 Naive Bayes over the facets: an entry's likelihood multiplies, for each facet, the
-share of its reports that show it (smoothed by ``SMOOTHING`` reports each way) when
-the report shows it, and the share that do not when it does not. Absence says much
-less than presence (a person names what they see and leaves out most of what they
-did not), so a facet not shown counts ``ABSENT_WEIGHT`` of its log-odds. The prior,
-how many reports an entry has, counts ``PRIOR_WEIGHT`` of its log: common causes
-are common, but a report's facets should decide. Settings chosen by five-fold
-cross-validation on the corpus's prose reports (``tests/perf/bench_corpus.py``
-prints the figure), never on one report.
+share of its reports that show it when the report shows it, and the share that do
+not when it does not. Absence says much less than presence (a person names what
+they see and leaves out most of what they did not), so a facet not shown counts
+``ABSENT_WEIGHT`` of its log-odds. The prior, how many reports an entry has, counts
+``PRIOR_WEIGHT`` of its log: common causes are common, but a report's facets
+should decide.
+
+Most entries have a handful of reports, too few to say how often each facet comes
+with them. Their shares are drawn toward their category's, as if
+``CATEGORY_REPORTS`` reports of the category were theirs too (memory entries'
+reports speak of memory, whatever else they say), and the category's toward
+every report's, by ``ALL_REPORTS``. Settings chosen by five-fold cross-validation
+on the corpus's prose reports (``tests/perf/bench_corpus.py`` prints the figure),
+never on one report.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from torchdoctor.facets.profiles import Profile, load_reports, profiles_for
 from torchdoctor.facets.vocabulary import tells_a_symptom
 
-SMOOTHING = 0.5
+CATEGORY_REPORTS = 2.0
+ALL_REPORTS = 5.0
 ABSENT_WEIGHT = 0.4
 PRIOR_WEIGHT = 0.3
 SHOWN = 3
@@ -46,16 +54,39 @@ class FacetIndex:
         total = sum(profile.reports for profile in self.profiles.values()) or 1
         self._prior = {entry_id: PRIOR_WEIGHT * math.log(profile.reports / total)
                        for entry_id, profile in self.profiles.items()}
+        categories = self._category_shares(total)
         # Per entry and facet: the log-share shown, and ABSENT_WEIGHT of the log-share not.
         self._shown: dict[str, dict[str, float]] = {}
         self._absent: dict[str, float] = {}
         for entry_id, profile in self.profiles.items():
+            category = categories[self._category(entry_id)]
             shown, absent = {}, 0.0
             for name in self.vocabulary:
-                share = (profile.seen[name] + SMOOTHING) / (profile.reports + 2 * SMOOTHING)
+                share = ((profile.seen[name] + CATEGORY_REPORTS * category[name])
+                         / (profile.reports + CATEGORY_REPORTS))
                 shown[name] = math.log(share) - ABSENT_WEIGHT * math.log(1 - share)
                 absent += ABSENT_WEIGHT * math.log(1 - share)
             self._shown[entry_id], self._absent[entry_id] = shown, absent
+
+    def _category(self, entry_id: str) -> str:
+        return str(getattr(self.entries[entry_id], "category", ""))
+
+    def _category_shares(self, total: int) -> dict[str, dict[str, float]]:
+        """Each category's share of reports showing each facet, drawn toward every
+        report's share (itself kept off 0 and 1 by half a report each way)."""
+        every = Counter()
+        for profile in self.profiles.values():
+            every.update(profile.seen)
+        overall = {name: (every[name] + 0.5) / (total + 1) for name in self.vocabulary}
+        reports: Counter = Counter()
+        seen: dict[str, Counter] = {}
+        for entry_id, profile in self.profiles.items():
+            category = self._category(entry_id)
+            reports[category] += profile.reports
+            seen.setdefault(category, Counter()).update(profile.seen)
+        return {category: {name: (seen[category][name] + ALL_REPORTS * overall[name])
+                           / (reports[category] + ALL_REPORTS) for name in self.vocabulary}
+                for category in reports}
 
     def rank(self, found: frozenset[str]) -> list[Resemblance]:
         """The entries whose reports read most like a report with the facets ``found``
