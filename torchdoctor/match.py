@@ -942,7 +942,7 @@ def _match_resemblance(index: MatchIndex, text: str) -> list[_Candidate]:
     candidates = []
     for found in index.facets.rank(shown):
         typical = ", ".join(name.split(".", 1)[1].replace("_", " ") for name in found.typical)
-        reason = ("no symptom phrase matched; reads like its reports"
+        reason = ("none of its symptom phrases matched; the description reads like its reports"
                   + (f" ({typical})" if typical else "") + f", likelihood share {found.probability:.2f}")
         candidates.append(_Candidate(found.entry, round(TIER_RESEMBLANCE + RESEMBLANCE_WEIGHT
                                                         * found.probability, 4), reason, {},

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from torchdoctor.facets.reading import report_facets
 from torchdoctor.facets.vocabulary import NAMES, facets_of
+from torchdoctor.symptoms import phrases, spelled_words
 
 REPORTS_FILE = Path(__file__).resolve().parent / "reports.json"
 # An entry's own words count as this many reports: what the knowledge base says of
@@ -46,8 +47,6 @@ class Profile:
 
 def own_words(entry: object) -> str:
     """What an entry says of its symptom in its own words."""
-    from torchdoctor.symptoms import phrases, spelled_words
-
     parts = [str(getattr(entry, "title", ""))]
     parts += [str(getattr(h, "statement", "")) for h in getattr(entry, "hypotheses", None) or []]
     for regex in getattr(entry, "symptoms", None) or []:

@@ -28,17 +28,20 @@ from torchdoctor.linear_regex import bounded, compile_linear
 # (name, regex, ignore case). Names start with their kind.
 FACETS: tuple[tuple[str, str, bool], ...] = (
     # --- quantity ------------------------------------------------------------------
-    ("quantity.loss", r"\bloss(?:es)?\b|\bcriterion\b|_loss\b", True),
+    ("quantity.loss", (r"\bloss(?:es)?\b|\bcriterion\b|_loss\b"
+     r"|损失|損失|손실|\bпотер[иья]\w*|\bлосс\w*|\bp[ée]rdida\b|\bperda\b|\bVerlust\w*|\bperte\b"), True),
     ("quantity.accuracy", (r"\bacc(?:uracy)?\b|_acc\b|\bprecision\b|\brecall\b|\bf1\b|\bmAP\b|\biou\b"
      r"|\bbleu\b|\bmetrics?\b|\bauc\b|\bperplexity\b|\bwer\b"), True),
     ("quantity.gpu_memory", (r"gpu memory|\bvram\b|cuda memory|nvidia-smi|memory_(?:allocated|reserved)"
      r"|max_memory|\bMiB\b|memory (?:on|of) (?:the |each |every )?(?:gpu|card)|gpu ram"), True),
     ("quantity.host_memory", (r"\bram\b|host memory|cpu memory|system memory|\brss\b|\bswap\b"
      r"|oom[- ]?killer|\bhtop\b|shared memory|/dev/shm"), True),
-    ("quantity.memory", r"\bmemory\b|\bmem\b|\bGi?B\b", True),
+    ("quantity.memory", (r"\bmemory\b|\bmem\b|\bGi?B\b"
+     r"|\bmemoria\b|\bmem[óo]ria\b|\bSpeicher\w*|\bm[ée]moire\b|\bпамят\w*|显存|内存|メモリ|메모리"), True),
     ("quantity.time", (r"\bspeed|\bit/s\b|\bs/it\b|\bthroughput|seconds? (?:per|each|an?)\b"
      r"|\bper (?:epoch|iteration|step|batch)\b|\bhours?\b|\bminutes?\b|\bms\b|\blatency|\btim(?:e|ing)\b"
-     r"|\b\d+(?:\.\d+)?\s?(?:s|sec|secs|seconds|mins?|minutes|h|hrs?|hours)\b|\b\d{1,2}:\d\d\b|/iter(?:ation)?\b|秒|分钟|小时|時間|시간|секунд|минут"), True),
+     r"|\b\d+(?:\.\d+)?\s?(?:s|sec|secs|seconds|mins?|minutes|h|hrs?|hours)\b|\b\d{1,2}:\d\d\b|/iter(?:ation)?\b|秒|分钟|小时|時間|시간|секунд|минут"
+     r"|\bsegundos\b|\bminutos\b|\bhoras\b|\bSekunden\b|\bMinuten\b|\bStunden\b|\bsecondes\b|\bheures\b|\bчас\w*"), True),
     ("quantity.utilisation", (r"\butili[sz]ation|\butil\b|gpu usage|gpu-util|\bvolatile\b"
      r"|\d\s*%\s*(?:gpu|usage|util|load)"
      r"|\busage\b|利用率|使用率|使用量|사용률|загрузк"), True),
@@ -47,9 +50,11 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
     ("quantity.outputs", r"\boutputs?\b|\bpredict(?:ion)?s?\b|\blogits?\b|\bprobabilit", True),
     ("quantity.held_out", (r"\bval(?:idation)?\b|\bval_|\btest(?:ing)? (?:set|data|loss|acc)"
      r"|\bdev set\b|\bheld[- ]out\b|\beval(?:uation)? (?:set|loss|acc)"
-     r"|验证|测试|検証|テスト|검증|테스트|валидац|тест"), True),
+     r"|验证|测试|検証|テスト|검증|테스트|валидац|тест"
+     r"|\bvalidaci[óo]n\b|\bvalida[çc][ãa]o\b|\bValidierung\w*\b|\bprueba\b|\bteste\b"), True),
     ("quantity.training", (r"\btrain(?:ing)?\b|\btrain_"
-     r"|训练|訓練|学習|학습|обучени"), True),
+     r"|训练|訓練|学習|학습|обучени"
+     r"|\bentrenamiento\b|\bentrenar\b|\btreinamento\b|\btreino\b|\btreinar\b|\btrainieren\b|\bentra[îi]nement\b|\bentra[îi]ner\b"), True),
     ("quantity.loader", r"\bdata ?loader\b|\bdataset\b|__getitem__|\bcollate", True),
     # --- behaviour -----------------------------------------------------------------
     ("behaviour.stuck", (r"\bstuck\b|\bnot (?:decreas|chang|improv|go(?:ing)? down|mov|learn|converg|drop)"
@@ -57,15 +62,18 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|\bplateau|\bstays?\b|\bstayed\b|\bflat\b|\bconstant\b|\bsame (?:value|number|loss|accuracy)"
      r"|\bremains?\b|\bno (?:improvement|progress|learning|change)\b|\bnever (?:decreas|improv|chang|learn)"
      r"|\bsaturat|\bhovers?\b|\baround the same\b|\bwon't (?:budge|go down|decrease|learn|change)"
-     r"|不下降|不降|降不下去|不变|没变化|不收敛|不学习|下がらない|変わらない|줄지 않|변하지 않|не уменьша|не меня|не обуча"), True),
+     r"|不下降|不降|降不下去|不变|没变化|不收敛|不学习|下がらない|変わらない|줄지 않|변하지 않|не уменьша|не меня|не обуча"
+     r"|\bno (?:baja|disminuye|mejora|cambia|aprende)\b|\bse estanca\w*|\bestancad\w*|\bn[ãa]o (?:diminui|cai|melhora|muda|aprende)\b|\bestagnad\w*|\bsinkt nicht\b|\bbleibt (?:bei|gleich|konstant|stehen)\b|\bstagniert\b|\bne (?:diminue|baisse|change|s'am[ée]liore) pas\b|\bstagne\b|\breste (?:bloqu|constant)\w*"), True),
     ("behaviour.growing", (r"\bgrow|\bincreas|\bleak|\baccumulat|\bgoes up\b|\bgoing up\b|\bwent up\b"
      r"|\brises?\b|\brising\b|\bballoon|\bclimb|\bkeeps? (?:going up|rising|growing|increasing)"
-     r"|累积|累加|往上涨|上涨|增长|增加|变大|越来越|涨|増え|増加|증가|늘어|раст[её]т|увеличива"), True),
+     r"|累积|累加|往上涨|上涨|增长|增加|变大|越来越|涨|増え|増加|증가|늘어|раст[её]т|увеличива"
+     r"|\baumenta\w*|\bcrece\w*|\bcresce\w*|\bsteigt\b|\bw[äa]chst\b|\baugmente\w*"), True),
     ("behaviour.falling", (r"\bdecreas|\bdrops?\b|\bdropped\b|\bgoes down\b|\bwent down\b|\bfalls?\b"
      r"|\bfell\b|\breduc|\blower\b|\bshrink"
      r"|下降|降低|减少|減少|下がる|감소|줄어|уменьша|пада"), True),
     ("behaviour.nan", (r"(?:^|[^a-z])nans?(?:$|[^a-z])|\binf\b|\binfinity\b|\bdiverg|\bexplod|\bblows? up\b"
-     r"|\bblew up\b"), True),
+     r"|\bblew up\b"
+     r"|\bнан\b"), True),
     ("behaviour.zero", r"\bzero(?:s|es)?\b|\b0\.0+\b|\ball 0s?\b", True),
     ("behaviour.none", r"\bNone\b|\bNoneType\b", False),
     ("behaviour.swinging", (r"\bfluctuat|\boscillat|\bjumps?\b|\bspik(?:e|es|y)\b|\bunstable\b|\bnoisy\b"
@@ -78,11 +86,13 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|\bno progress\b|\bwaits? forever\b|\bforever\b|\bunresponsive|\bnothing happens\b|\bsits? there\b"
      r"|\bnothing (?:is |gets )?printed\b|\bno (?:output|step|iteration|batch)s? (?:ever|at all)\b"
      r"|\bnever (?:gets|got|get) past\b|\b(?:does|did)(?:n't| not) (?:start|proceed|continue)\b"
-     r"|\b(?:gets?|got|getting) stuck\b|\bstuck (?:at|in|on|after|during|when|forever) (?:the )?(?:train|training|val|validation|test|epoch|step|iteration|batch|first|second|end|start|beginning|backward|forward|barrier|allreduce|init)|\bno logs?\b|\bpauses?\b|\bpaused\b|卡住|卡死|卡在|不动了|停住|停顿|停很久|停了很久|固まる|止まる|멈춰|멈춤|зависа"), True),
+     r"|\b(?:gets?|got|getting) stuck\b|\bstuck (?:at|in|on|after|during|when|forever) (?:the )?(?:train|training|val|validation|test|epoch|step|iteration|batch|first|second|end|start|beginning|backward|forward|barrier|allreduce|init)|\bno logs?\b|\bpauses?\b|\bpaused\b|卡住|卡死|卡在|不动了|停住|停顿|停很久|停了很久|固まる|止まる|멈춰|멈춤|зависа"
+     r"|\bse (?:cuelga|congela|bloquea|queda colgad\w*)|\btrava\w*|\bcongela\w*|\bh[äa]ngt\b|\bfriert ein\b|\bbloqu[ée]\b|\bse fige\b|\bзавис\w*"), True),
     ("behaviour.killed", (r"\bcrash|\bkilled\b|\bsegfault|\bsegmentation fault|\bdies\b|\bdied\b|\bterminat"
      r"|\baborted\b|\bcore dumped\b"), True),
     ("behaviour.out_of_memory", (r"\bout of memory\b|\bOOMs?\b|\bruns? out of (?:gpu |cuda )?memory"
-     r"|溢出|爆显存|显存不足|内存不足|メモリ不足|메모리\s*부족|нехватк\w* памяти"), True),
+     r"|溢出|爆显存|显存不足|内存不足|メモリ不足|메모리\s*부족|нехватк\w* памяти"
+     r"|\bsin memoria\b|\bsem mem[óo]ria\b|\bSpeicher (?:ist )?voll\b|\bm[ée]moire insuffisante\b|\bmanque de m[ée]moire\b"), True),
     ("behaviour.not_released", (r"\bnot (?:released|freed|deallocated|returned)|\bstill (?:used|occupied|allocated|reserved|there|shows?)"
      r"|\bdoes(?:n't| not) (?:release|free|go down|drop)|\bnever (?:released|freed)|\bfree (?:the|up) (?:gpu )?memory"
      r"|\bafter (?:del|deleting|empty_cache)"), True),
@@ -93,17 +103,23 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|\buses? (?:the )?cpu\b|\bcpu only\b|\bcpu instead\b|\bnot (?:on|using) (?:the )?gpu\b|用的是\s*cpu|在\s*cpu\s*上"), True),
     ("behaviour.differs_across_runs", (r"\bdifferent (?:results?|outputs?|values?|numbers|accuracy|loss)"
      r"|\bnot reproducible|\bnon-?determinis|\breproducib|\bvar(?:y|ies) (?:between|across|from) runs?"
-     r"|\beach run\b|\bevery run\b|\bsame seed\b|\bfrom run to run\b|\brun to run\b"), True),
+     r"|\beach run\b|\bevery run\b|\bsame seed\b|\bfrom run to run\b|\brun to run\b"
+     r"|\bresultados (?:diferentes|distintos)\b|\bunterschiedliche Ergebnisse\b|\br[ée]sultats diff[ée]rents\b|\bразные результаты\b|结果不一样|结果不同|每次(?:运行|跑)?(?:的)?结果|結果が(?:違う|異なる|変わる)|결과가\s*(?:다르|달라)"), True),
     ("behaviour.worse", (r"\bworse\b|\bdegrad|\bdrops? (?:in|of)\b|\bmuch lower\b|\bpoor(?:ly)?\b"
      r"|\bbad (?:results?|accuracy|performance)|\bgarbage\b|\brandom (?:results?|predictions?|outputs?|guess)"), True),
     ("behaviour.better", r"\bbetter\b|\bhigher than\b|\bimprov(?:es|ed)\b|\bworks? fine\b", True),
     ("behaviour.apart", (r"\boverfit|\bgenerali[sz]|\bgap between\b|\b(?:train|training) (?:acc|accuracy|loss)\b"
      r".{0,60}\b(?:val|validation|test)\b"
      r"|\b(?:lower|higher|better|worse) than (?:the )?(?:train|training|val|validation|test)\b|\b(?:train|training)(?: set)?\b[^.\n]{0,40}\b(?:lower|higher|better|worse)\b[^.\n]{0,40}\b(?:val|validation|test)"), True),
+    # Which way a comparison of the training and the held-out figures goes: held-out
+    # data doing better (regularisation on in training only) or worse (overfitting).
+    ("behaviour.held_out_better", r"\b(?:val|validation|test|held[- ]out|eval)\w*\b[^.\n]{0,40}\bbetter\b[^.\n]{0,30}\btrain\w*|\btrain\w*\b[^.\n]{0,40}\bworse\b[^.\n]{0,30}\b(?:val|validation|test|held[- ]out|eval)\w*|\b(?:val|validation|test|held[- ]out|eval)\w* loss\b[^.\n]{0,12}\b(?:lower|smaller|less)\b[^.\n]{0,12}\btrain\w*|\btrain\w* loss\b[^.\n]{0,12}\b(?:higher|larger|bigger|greater)\b[^.\n]{0,12}\b(?:val|validation|test|held[- ]out|eval)\w*|\b(?:val|validation|test|held[- ]out|eval)\w* acc\w*\b[^.\n]{0,12}\bhigher\b[^.\n]{0,12}\btrain\w*|\btrain\w* acc\w*\b[^.\n]{0,12}\blower\b[^.\n]{0,12}\b(?:val|validation|test|held[- ]out|eval)\w*", True),
+    ("behaviour.held_out_worse", r"\b(?:val|validation|test|held[- ]out|eval)\w*\b[^.\n]{0,40}\b(?:worse|poorer)\b[^.\n]{0,30}\btrain\w*|\btrain\w*\b[^.\n]{0,40}\bbetter\b[^.\n]{0,30}\b(?:val|validation|test|held[- ]out|eval)\w*|\b(?:val|validation|test|held[- ]out|eval)\w* loss\b[^.\n]{0,12}\b(?:higher|larger|bigger|greater)\b[^.\n]{0,12}\btrain\w*|\btrain\w* loss\b[^.\n]{0,12}\b(?:lower|smaller|less)\b[^.\n]{0,12}\b(?:val|validation|test|held[- ]out|eval)\w*|\b(?:val|validation|test|held[- ]out|eval)\w* acc\w*\b[^.\n]{0,12}\blower\b[^.\n]{0,12}\btrain\w*|\btrain\w* acc\w*\b[^.\n]{0,12}\bhigher\b[^.\n]{0,12}\b(?:val|validation|test|held[- ]out|eval)\w*", True),
     ("behaviour.uneven_cards", (r"\b(?:gpu|cuda|card|device)\s?:?\s?0\b|\bfirst (?:gpu|card|device)\b|\bmain gpu\b"
      r"|\bunbalanced\b|\bimbalanc(?:e|ed) (?:memory|load|usage)|\bmore memory (?:on|than)\b|\buneven"), True),
     ("behaviour.slow", (r"\bslow|\btakes? (?:too |so |very )?long|\bbottleneck|\bsluggish|\bwaiting for (?:data|the)"
-     r"|\bpainfully\b|\bnot (?:even )?\d(?:\.\d)?x faster\b|\bnot (?:much )?faster\b|慢|遅い|遅く|느리|медленн"), True),
+     r"|\bpainfully\b|\bnot (?:even )?\d(?:\.\d)?x faster\b|\bnot (?:much )?faster\b|慢|遅い|遅く|느리|медленн"
+     r"|\blent[oa]s?\b|\bdevagar\b|\blangsam\w*|\blente?s?\b"), True),
     # --- moment --------------------------------------------------------------------
     ("moment.first_step", (r"\bfrom the (?:start|beginning|first)|\bfirst (?:iteration|step|batch|forward)\b"
      r"|\bstep 0\b|\bimmediately\b|\bright away\b|\bat the (?:very )?(?:start|beginning)\b|\bfrom step 1\b"), True),
