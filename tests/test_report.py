@@ -169,6 +169,25 @@ def test_report_and_sessions_commands_explain_bad_input(tmp_path, capsys):
     assert "no sessions recorded" in capsys.readouterr().out
 
 
+def test_a_description_only_read_like_entries_is_reported_as_resemblance(tmp_path):
+    from torchdoctor.knowledge import load_knowledge
+    from torchdoctor.match import diagnose
+
+    text = "my loss won't budge at all, it sits there epoch after epoch"
+    diagnosis = diagnose(text, load_knowledge(include_user=False, use_cache=False, report=False))
+    assert diagnosis.matches and {m.kind for m in diagnosis.matches} == {"reads_like"}
+    session = Session.start(tmp_path, kind="diagnose")
+    session.record_input(text, source="symptom")
+    session.goto("gather")
+    session.record_diagnosis(diagnosis.to_dict())
+    markdown = render_markdown(build_report(session.journal.directory))
+    session.close()
+    best = diagnosis.matches[0]
+    assert f"reads most like the reports of {best.entry.title}" in markdown
+    assert f"{len(diagnosis.matches)} read like the description: {best.entry.id}" in markdown
+    assert "knowledge-base matches" not in markdown
+
+
 def test_sessions_lists_newest_first(tmp_path, capsys):
     older = recorded_session(tmp_path)
     time.sleep(1.1)

@@ -124,6 +124,20 @@ def suggested_checks(matches: list[Match]) -> list[dict]:
     return [by_probe[name] for name in order if name in by_probe]
 
 
+def how_many_match(matches: list[dict]) -> str:
+    """How many entries a pattern or phrase recognised, and how many only read like
+    the description (kind ``reads_like``): a resemblance is not a match, wherever the
+    count is told (the app's notice, a report's timeline)."""
+    matched = sum(1 for match in matches if match.get("kind") != "reads_like")
+    resembling = len(matches) - matched
+    said = []
+    if matched:
+        said.append(f"{matched} knowledge-base {'entry matches' if matched == 1 else 'entries match'}")
+    if resembling:
+        said.append(f"{resembling} {'reads' if resembling == 1 else 'read'} like the description")
+    return "; ".join(said) or "no knowledge-base entry matches"
+
+
 def wording(match: Match) -> str:
     """How sure to sound: "probably" only above the calibrated CONFIDENT score."""
     if match.kind == "similar":

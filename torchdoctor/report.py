@@ -23,6 +23,7 @@ from typing import Any
 from torchdoctor.journal import JOURNAL_NAME, read_events
 from torchdoctor.location import describe_location, site_lines
 from torchdoctor.redact import Redactor
+from torchdoctor.render import how_many_match
 from torchdoctor.repro import REPRO_NAME, pending_repro, verify_pending
 from torchdoctor.session import PHASE_TITLES, Session
 from torchdoctor.session_folder.lock import session_lock
@@ -121,9 +122,9 @@ def _describe(event: dict) -> str:
             return f"read the symptom: {_first(error.get('message'))}"
         return f"parsed {error.get('type')}: {_first(error.get('message'))}"
     if kind == "matches":
-        names = [m.get("entry") for m in event.get("matches") or []]
-        return f"{len(names)} knowledge-base matches" + (f": {', '.join(names[:3])}"
-                                                         if names else "")
+        matches = event.get("matches") or []
+        names = [m.get("entry") for m in matches]
+        return how_many_match(matches) + (f": {', '.join(names[:3])}" if names else "")
     if kind == "hypothesis":
         if event.get("statement"):
             return f"proposed: {_first(event['statement'])}"
@@ -228,8 +229,9 @@ def _summary(report: dict[str, Any], state: Any) -> str:
             parts.append(f"Where: {where}")
     elif state.matches:
         best = state.matches[0]
-        parts.append(f"No hypothesis was confirmed; the closest match is"
-                     f" {best.get('title')} (`{best.get('entry')}`)")
+        closest = ("the description reads most like the reports of" if best.get("kind") == "reads_like"
+                   else "the closest match is")
+        parts.append(f"No hypothesis was confirmed; {closest} {best.get('title')} (`{best.get('entry')}`)")
     else:
         parts.append("No knowledge-base entry matched this error")
     fix = report["fix"]

@@ -22,6 +22,7 @@ from textual.widgets import ContentSwitcher, DataTable, Footer, Header, Label, P
 from textual.worker import Worker, WorkerState
 
 from torchdoctor.investigation.walk import Cancelled, Investigation, PatientFactory, Target
+from torchdoctor.render import how_many_match
 from torchdoctor.session import PHASE_PURPOSE, PHASE_TITLES, PHASES, Session
 from torchdoctor.tui.checkup_step import SymptomCheckup
 from torchdoctor.tui.commands import DoctorCommands
@@ -536,7 +537,7 @@ class TorchDoctorApp(App[int]):
                         if not matches else
                         f"{'probably' if matches[0].get('confident') else 'a guess'}: "
                         f"{matches[0].get('title') or matches[0].get('entry')} "
-                        f"({_how_many_match(matches)})")
+                        f"({how_many_match(matches)})")
             if self.phase == "reproduce" and self.doctor.target is None:
                 self.session.goto("gather")  # nothing to rerun: the error is the first fact
         self.refresh_all()
@@ -746,15 +747,3 @@ OUTPUT_LINES = 6
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
-
-def _how_many_match(matches: list[dict]) -> str:
-    """How many entries a pattern or phrase recognised, and how many only read like
-    the description (``reads_like``): the second kind is a resemblance, not a match."""
-    matched = sum(1 for match in matches if match.get("kind") != "reads_like")
-    resembling = len(matches) - matched
-    said = []
-    if matched:
-        said.append(f"{matched} knowledge-base {'entry matches' if matched == 1 else 'entries match'}")
-    if resembling:
-        said.append(f"{resembling} {'reads' if resembling == 1 else 'read'} like the description")
-    return "; ".join(said)
