@@ -100,11 +100,23 @@ def test_the_counted_reports_are_those_of_the_corpus():
     "not json",
     json.dumps([1, 2, 3]),
     json.dumps({"entries": {"memory.growing": {"reports": "many", "seen": {}}}}),
+    json.dumps({"entries": {"memory.growing": {"reports": -3, "seen": {}}}}),
+    json.dumps({"entries": {"memory.growing": {"reports": 0, "seen": {}}}}),
+    json.dumps({"entries": {"memory.growing": {"reports": True, "seen": {}}}}),
 ])
 def test_a_malformed_reports_file_reads_as_none(tmp_path, content):
     path = tmp_path / "reports.json"
     path.write_text(content, encoding="utf-8")
     assert load_reports(path) == {}
+
+
+def test_a_malformed_reports_file_still_ranks_every_entry_by_its_own_words(tmp_path, kb):
+    path = tmp_path / "reports.json"
+    path.write_text(json.dumps({"entries": {"memory.growing": {"reports": -3, "seen": {}}}}),
+                    encoding="utf-8")
+    index = FacetIndex(kb.entries, load_reports(path))
+    ranked = index.rank(report_facets("GPU memory keeps growing every iteration until it runs out"))
+    assert ranked and ranked[0].entry.category == "memory"
 
 
 def test_counts_that_cannot_be_are_dropped(tmp_path):

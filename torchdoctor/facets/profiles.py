@@ -90,13 +90,19 @@ def load_reports(path: Path = REPORTS_FILE) -> dict[str, Profile]:
     known = set(NAMES)
     loaded = {}
     for entry_id, counts in entries.items():
-        if not (isinstance(counts, dict) and isinstance(counts.get("reports"), int)
+        if not (isinstance(counts, dict) and _a_count(counts.get("reports"))
                 and isinstance(counts.get("seen"), dict)):
             continue
         seen = Counter({name: count for name, count in counts["seen"].items()
-                        if name in known and isinstance(count, int) and 0 < count <= counts["reports"]})
+                        if name in known and _a_count(count) and count <= counts["reports"]})
         loaded[str(entry_id)] = Profile(counts["reports"], seen)
     return loaded
+
+
+def _a_count(value: object) -> bool:
+    """A number of reports: a whole number above zero (JSON's true is no count; none or
+    fewer reports would leave the ranking a share it cannot take the log of)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def dumps(reports: dict[str, Profile]) -> str:

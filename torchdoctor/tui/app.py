@@ -746,4 +746,3 @@ OUTPUT_LINES = 6
 
 def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
