@@ -234,6 +234,19 @@ def test_census_lists_the_frozen_and_double_exceptions():
     assert run_probe("census", ctx, {})["facts"]["mode_disagrees"] == ["1"]
 
 
+def test_census_tells_an_idle_gpu_only_where_one_exists():
+    from torchdoctor.patient.probes.census import accelerator_unused
+    on_cpu = {"cpu": ["buffers", "inputs", "parameters"]}
+    assert accelerator_unused(on_cpu, "cuda") is True
+    assert accelerator_unused({"cuda:0": ["inputs", "parameters"]}, "cuda") is False
+    assert accelerator_unused({"cpu": ["inputs"], "cuda:0": ["parameters"]}, "cuda") is False
+    assert accelerator_unused(on_cpu, None) is None
+    facts = run_probe("census", healthy(), {})["facts"]
+    gpu = torch.cuda.is_available() or torch.backends.mps.is_available()
+    expected = True if gpu else None
+    assert facts["accelerator_unused"] is expected
+
+
 def test_cpu_fallback_turns_index_errors_into_index_and_size():
     facts = run_probe("cpu_fallback", context("embedding_index"), {})["facts"]
     assert facts["reproduced_on_cpu"] is True and facts["cpu_error_type"] == "IndexError"

@@ -77,6 +77,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "label_out_of_range",
                 "devices",
                 "mixed_devices",
+                "accelerator_unused",
                 "dtypes",
                 "mixed_dtypes",
                 "training",

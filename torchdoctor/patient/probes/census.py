@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from torchdoctor.patient.context import ProbeContext
+from torchdoctor.patient.devices import requested_device
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._util import (
     classes_out,
@@ -130,6 +131,7 @@ def census(ctx: ProbeContext) -> dict:
         integer_target and classes is not None and target.numel()
         and (facts["target_min"] < 0 or facts["target_max"] >= classes))
     _devices_and_dtypes(facts, inputs, targets, params, buffers)
+    facts["accelerator_unused"] = accelerator_unused(facts["devices"], _accelerator())
     facts["first_conv"] = first_conv(model)
     # Only a forward that fails can blame the channels: a model that transposes its input
     # before the first conv (text through Conv1d) runs fine and must raise no alarm.
@@ -163,6 +165,29 @@ def _input_channels_mismatch(facts: dict[str, Any]) -> tuple[int, dict[str, Any]
     return (shape[1], conv) if shape[1] != conv["in_channels"] else None
 
 
+def _accelerator() -> str | None:
+    """The GPU this process could use, or None; none counts while the CPU fallback runs."""
+    if requested_device() == "cpu":
+        return None
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else None
+
+
+def accelerator_unused(devices: dict[str, list[str]], accelerator: str | None) -> bool | None:
+    """Whether a GPU sits idle while the model and its batch live on the CPU.
+
+    "Training is slow and the GPU shows 0 %" is most often a model never moved:
+    ``torch.cuda.is_available()`` says True and nothing calls ``.to(device)``.
+    None when there is no GPU to use, so a CPU-only machine neither confirms nor
+    clears it.
+    """
+    if accelerator is None or not devices:
+        return None
+    return set(devices) == {"cpu"}
+
+
 def _devices_and_dtypes(facts: dict[str, Any], inputs: Any, targets: Any,
                         params: list, buffers: list) -> None:
     where: dict[str, set[str]] = {}
@@ -191,6 +216,8 @@ def _judge(ctx: ProbeContext, facts: dict[str, Any], target: torch.Tensor | None
     if facts["mixed_devices"]:
         places = ", ".join(f"{'/'.join(v)} on {k}" for k, v in facts["devices"].items())
         problems.append(f"tensors on more than one device: {places}")
+    if facts["accelerator_unused"]:
+        oddities.append("a GPU is available, but the parameters and the batch are all on the CPU")
     if facts["mixed_dtypes"]:
         kinds = ", ".join(f"{'/'.join(v)} {k}" for k, v in facts["dtypes"].items())
         problems.append(f"floating dtypes differ: {kinds}")
