@@ -44,6 +44,18 @@ def test_what_the_numbers_say_is_a_facet_of_its_own():
     assert "reading.chance_level" in found
 
 
+@pytest.mark.parametrize(("report", "halted"), [
+    ("the training always gets stuck at epoch 3 and the terminal shows nothing more", True),
+    ("after the first epoch the program is blocked and does not go any further", True),
+    ("the loss gets stuck at 0.69 and never goes down", False),
+    ("my accuracy is stuck around 10% whatever I change", False),
+])
+def test_stuck_is_a_halted_run_or_a_number_that_will_not_move_not_both(report, halted):
+    found = facets_of(described(report))
+    assert ("behaviour.hangs" in found) is halted
+    assert ("behaviour.stuck" in found) is not halted
+
+
 def test_a_word_or_two_is_no_report():
     assert not tells_a_symptom(facets_of(described("thanks for the great library")))
     assert not tells_a_symptom(facets_of(described("memory")))

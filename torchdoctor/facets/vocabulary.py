@@ -26,6 +26,12 @@ import functools
 from torchdoctor.linear_regex import bounded, compile_linear
 
 # (name, regex, ignore case). Names start with their kind.
+# "Stuck" said of the program, not of a number: the run stopped where it was.
+_HALTED = (r"\b(?:program|process|script|code|training|run|job|it|everything|kernel|notebook|worker\w*|loader|dataloader|model)"
+           r"\s+(?:just\s+|always\s+|simply\s+|then\s+|still\s+)?(?:gets?|got|getting|is|was|seems?|seemed)\s+(?:to\s+(?:be|get)\s+)?stuck\b"
+           r"|\bstuck (?:at|in|on|after|during|when|forever) (?:the )?(?:train|training|val|validation|test|epoch|step|iteration|batch"
+           r"|first|second|end|start|beginning|backward|forward|barrier|allreduce|init)\w*")
+
 FACETS: tuple[tuple[str, str, bool], ...] = (
     # --- quantity ------------------------------------------------------------------
     ("quantity.loss", (r"\bloss(?:es)?\b|\bcriterion\b|_loss\b"
@@ -85,8 +91,9 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
     ("behaviour.hangs", (r"\bhangs?\b|\bhanging\b|\bhung\b|\bfreez|\bfroze|\bdeadlock|\bnever (?:returns?|finish|ends?|starts?)"
      r"|\bno progress\b|\bwaits? forever\b|\bforever\b|\bunresponsive|\bnothing happens\b|\bsits? there\b"
      r"|\bnothing (?:is |gets )?printed\b|\bno (?:output|step|iteration|batch)s? (?:ever|at all)\b"
-     r"|\bnever (?:gets|got|get) past\b|\b(?:does|did)(?:n't| not) (?:start|proceed|continue)\b"
-     r"|\b(?:gets?|got|getting) stuck\b|\bstuck (?:at|in|on|after|during|when|forever) (?:the )?(?:train|training|val|validation|test|epoch|step|iteration|batch|first|second|end|start|beginning|backward|forward|barrier|allreduce|init)|\bno logs?\b|\bpauses?\b|\bpaused\b|卡住|卡死|卡在|不动了|停住|停顿|停很久|停了很久|固まる|止まる|멈춰|멈춤|зависа"
+     r"|\bnever (?:gets|got|get) past\b|\b(?:does|did)(?:n't| not) (?:start|proceed|continue|go (?:any ?)?further|move on)\b"
+     r"|\b(?:gets?|got|is|was|becomes?) blocked\b|\bblocks? (?:forever|there|here)\b|\bno further\b|\?it/s\]"
+     r"|" + _HALTED + r"|\bno logs?\b|\bpauses?\b|\bpaused\b|卡住|卡死|卡在|不动了|停住|停顿|停很久|停了很久|固まる|止まる|멈춰|멈춤|зависа"
      r"|\bse (?:cuelga|congela|bloquea|queda colgad\w*)|\btrava\w*|\bcongela\w*|\bh[äa]ngt\b|\bfriert ein\b|\bbloqu[ée]\b|\bse fige\b|\bзавис\w*"), True),
     ("behaviour.killed", (r"\bcrash|\bkilled\b|\bsegfault|\bsegmentation fault|\bdies\b|\bdied\b|\bterminat"
      r"|\baborted\b|\bcore dumped\b"), True),
@@ -227,11 +234,19 @@ def _compiled() -> tuple[tuple[str, object], ...]:
                  for name, regex, ignore_case in FACETS)
 
 
+@functools.cache
+def _halted() -> object:
+    return compile_linear(_HALTED, ignore_case=True)
+
+
 def facets_of(text: str) -> frozenset[str]:
     """The facets ``text`` shows (read it through ``symptoms.described`` first, so the
     words of other languages and the readings of its numbers count)."""
     text = bounded(text)
-    return frozenset(name for name, program in _compiled() if program.search(text))
+    # A run that got stuck says nothing about a number that will not move.
+    unhalted = _halted().sub(" ", text)
+    return frozenset(name for name, program in _compiled()
+                     if program.search(unhalted if name == "behaviour.stuck" else text))
 
 
 def tells_a_symptom(found: frozenset[str]) -> bool:
