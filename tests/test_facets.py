@@ -56,6 +56,11 @@ def test_stuck_is_a_halted_run_or_a_number_that_will_not_move_not_both(report, h
     assert ("behaviour.stuck" in found) is not halted
 
 
+def test_a_report_in_the_past_tense_reads_as_one_in_the_present():
+    assert "behaviour.growing" in facets_of(described("GPU memory grew after every step"))
+    assert "behaviour.swinging" in facets_of(described("the loss spiked, then jumped again"))
+
+
 def test_a_word_or_two_is_no_report():
     assert not tells_a_symptom(facets_of(described("thanks for the great library")))
     assert not tells_a_symptom(facets_of(described("memory")))

@@ -70,7 +70,7 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|\bsaturat|\bhovers?\b|\baround the same\b|\bwon't (?:budge|go down|decrease|learn|change)"
      r"|不下降|不降|降不下去|不变|没变化|不收敛|不学习|下がらない|変わらない|줄지 않|변하지 않|не уменьша|не меня|не обуча"
      r"|\bno (?:baja|disminuye|mejora|cambia|aprende)\b|\bse estanca\w*|\bestancad\w*|\bn[ãa]o (?:diminui|cai|melhora|muda|aprende)\b|\bestagnad\w*|\bsinkt nicht\b|\bbleibt (?:bei|gleich|konstant|stehen)\b|\bstagniert\b|\bne (?:diminue|baisse|change|s'am[ée]liore) pas\b|\bstagne\b|\breste (?:bloqu|constant)\w*"), True),
-    ("behaviour.growing", (r"\bgrow|\bincreas|\bleak|\baccumulat|\bgoes up\b|\bgoing up\b|\bwent up\b"
+    ("behaviour.growing", (r"\bgrow|\bgrew\b|\brose\b|\bincreas|\bleak|\baccumulat|\bgoes up\b|\bgoing up\b|\bwent up\b"
      r"|\brises?\b|\brising\b|\bballoon|\bclimb|\bkeeps? (?:going up|rising|growing|increasing)"
      r"|累积|累加|往上涨|上涨|增长|增加|变大|越来越|涨|増え|増加|증가|늘어|раст[её]т|увеличива"
      r"|\baumenta\w*|\bcrece\w*|\bcresce\w*|\bsteigt\b|\bw[äa]chst\b|\baugmente\w*"), True),
@@ -82,7 +82,7 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|\bнан\b"), True),
     ("behaviour.zero", r"\bzero(?:s|es)?\b|\b0\.0+\b|\ball 0s?\b", True),
     ("behaviour.none", r"\bNone\b|\bNoneType\b", False),
-    ("behaviour.swinging", (r"\bfluctuat|\boscillat|\bjumps?\b|\bspik(?:e|es|y)\b|\bunstable\b|\bnoisy\b"
+    ("behaviour.swinging", (r"\bfluctuat|\boscillat|\bjump(?:s|ed|ing)?\b|\bspik(?:e|es|ed|ing|y)\b|\bunstable\b|\bnoisy\b"
      r"|\berratic|\bbounc|\bup and down\b|\bzig"), True),
     ("behaviour.one_answer", (r"same (?:output|prediction|result|class|label|value)s? (?:for|on|regardless)"
      r"|\balways (?:predicts?|outputs?|returns?|gives?|the same)\b|\bonly (?:predicts?|outputs?) (?:one|a single|the same)"
