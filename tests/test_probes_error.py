@@ -247,6 +247,34 @@ def test_census_tells_an_idle_gpu_only_where_one_exists():
     assert facts["accelerator_unused"] is expected
 
 
+class ListEncoder(nn.Module):
+    """Encoder layers kept in a plain list: eval(), .to() and parameters() miss them."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.layers = [nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5)) for _ in range(2)]
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        x = self.embed(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(x)
+
+
+def test_census_names_layers_kept_where_eval_does_not_reach_them():
+    model = ListEncoder().eval()
+    batch = (torch.randn(4, 8), torch.randint(0, 3, (4,)))
+    answer = run_probe("census", ProbeContext(model=model, batch=batch,
+                                              loss_fn=nn.CrossEntropyLoss()), {})
+    assert answer["facts"]["unregistered_modules"] == ["layers"]
+    assert answer["facts"]["unregistered_count"] == 1
+    assert "plain Python container (layers)" in answer["summary"]
+    assert model.layers[0].training, "eval() did not reach the listed layer"
+    assert run_probe("census", healthy(), {})["facts"]["unregistered_count"] == 0
+
+
 def test_cpu_fallback_turns_index_errors_into_index_and_size():
     facts = run_probe("cpu_fallback", context("embedding_index"), {})["facts"]
     assert facts["reproduced_on_cpu"] is True and facts["cpu_error_type"] == "IndexError"

@@ -166,6 +166,36 @@ def test_hanging_dataset_is_reported_as_a_hang():
     assert "num_workers=0" in result["facts"]["suggestion"]
 
 
+def test_workers_that_each_yield_the_whole_iterable_dataset_are_found():
+    result = check("iterable_not_sharded", "dataloader")
+    assert result["status"] == "fail" and result["facts"]["worker_copies"] is True
+    assert "the data 2 times" in result["summary"]
+    assert_points_at_bug(result, "iterable_not_sharded")
+
+
+class SplitByWorker(torch.utils.data.IterableDataset):
+    """The zoo's records, each worker taking every num_workers-th one."""
+
+    def __init__(self, features, labels):
+        self.features, self.labels = features, labels
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        for i, record in enumerate(zip(self.features, self.labels)):
+            if info is None or i % info.num_workers == info.id:
+                yield record
+
+
+def test_an_iterable_dataset_split_by_worker_passes():
+    ctx = load("iterable_not_sharded")
+    records = ctx.loader.dataset
+    ctx.loader = torch.utils.data.DataLoader(SplitByWorker(records.features, records.labels),
+                                             batch_size=8, num_workers=2)
+    result = run_probe("dataloader", ctx, {})
+    assert result["status"] == "pass", result["summary"]
+    assert result["facts"]["worker_copies"] is False and result["facts"]["shuffle"] is None
+
+
 def test_unshuffled_training_loader_warns():
     ctx = load("healthy_mlp")
     ctx.loader = torch.utils.data.DataLoader(ctx.loader.dataset, batch_size=16)

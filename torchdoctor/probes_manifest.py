@@ -78,6 +78,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "devices",
                 "mixed_devices",
                 "accelerator_unused",
+                "unregistered_modules",
+                "unregistered_count",
                 "dtypes",
                 "mixed_dtypes",
                 "training",
@@ -409,7 +411,7 @@ PROBES: dict[str, ProbeSpec] = {
             "dataloader",
             "data",
             "iterate with num_workers=0 and the user's setting; picklability; collate"
-            " failures with per-sample sizes; shuffle; hangs",
+            " failures with per-sample sizes; shuffle; hangs; workers repeating an iterable dataset",
             "harness",
             (
                 _p("batches", "int", 3, "batches to draw"),
@@ -425,6 +427,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "num_workers",
                 "start_method",
                 "hang_num_workers",
+                "worker_copies",
             ),
         ),
         ProbeSpec(

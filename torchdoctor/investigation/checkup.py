@@ -122,7 +122,11 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     rejected = [item for item in judged if item[3].verdict == "rejected"]
     chosen = None
     if confirmed:
-        chosen = max(confirmed, key=lambda item: item[3].support)  # the first of equals
+        # A symptom entry's cause outranks a pattern entry's: with no error seen, the
+        # latter's criteria often only rule its rivals out ("the loader works with
+        # workers" is evidence for a killed worker only once one was killed).
+        chosen = max(confirmed, key=lambda item: (bool(item[0].symptoms) and not
+                                                  item[0].patterns, item[3].support))
     elif rejected and result.get("status") == "pass":
         chosen = rejected[0]
     if chosen is not None:

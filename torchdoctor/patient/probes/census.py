@@ -132,6 +132,8 @@ def census(ctx: ProbeContext) -> dict:
         and (facts["target_min"] < 0 or facts["target_max"] >= classes))
     _devices_and_dtypes(facts, inputs, targets, params, buffers)
     facts["accelerator_unused"] = accelerator_unused(facts["devices"], _accelerator())
+    facts["unregistered_modules"] = unregistered_modules(model)
+    facts["unregistered_count"] = len(facts["unregistered_modules"])
     facts["first_conv"] = first_conv(model)
     # Only a forward that fails can blame the channels: a model that transposes its input
     # before the first conv (text through Conv1d) runs fine and must raise no alarm.
@@ -188,6 +190,26 @@ def accelerator_unused(devices: dict[str, list[str]], accelerator: str | None) -
     return set(devices) == {"cpu"}
 
 
+def unregistered_modules(model: nn.Module | None) -> list[str]:
+    """Attributes that hold layers in a plain list, tuple or dict.
+
+    nn.Module registers only Modules, nn.ModuleList and nn.ModuleDict; layers kept in
+    a Python container are invisible to parameters(), .to(), state_dict() and, which
+    nothing reports, to .eval(): their dropout keeps dropping at inference.
+    """
+    if model is None:
+        return []
+    found = []
+    for prefix, module in model.named_modules():
+        for name, value in vars(module).items():
+            if name.startswith("_") or not isinstance(value, (list, tuple, dict)):
+                continue
+            items = value.values() if isinstance(value, dict) else value
+            if any(isinstance(item, nn.Module) for item in items):
+                found.append(f"{prefix}.{name}" if prefix else name)
+    return found[:20]
+
+
 def _devices_and_dtypes(facts: dict[str, Any], inputs: Any, targets: Any,
                         params: list, buffers: list) -> None:
     where: dict[str, set[str]] = {}
@@ -218,6 +240,10 @@ def _judge(ctx: ProbeContext, facts: dict[str, Any], target: torch.Tensor | None
         problems.append(f"tensors on more than one device: {places}")
     if facts["accelerator_unused"]:
         oddities.append("a GPU is available, but the parameters and the batch are all on the CPU")
+    if facts["unregistered_modules"]:
+        held = ", ".join(facts["unregistered_modules"][:3])
+        oddities.append(f"layers held in a plain Python container ({held}): parameters(), "
+                        ".to() and .eval() do not reach them")
     if facts["mixed_dtypes"]:
         kinds = ", ".join(f"{'/'.join(v)} {k}" for k, v in facts["dtypes"].items())
         problems.append(f"floating dtypes differ: {kinds}")

@@ -1,4 +1,5 @@
-"""The DataLoader probe: hangs, pickling for worker processes, collate failures, shuffle.
+"""The DataLoader probe: hangs, pickling for worker processes, collate failures, shuffle,
+workers that each repeat an iterable dataset.
 
 A loader with workers hides its real errors behind worker wrappers or hangs
 outright; drawing a few batches with ``num_workers=0`` first shows what the
@@ -14,7 +15,8 @@ import traceback
 import types
 from typing import Any
 
-from torch.utils.data import DataLoader, RandomSampler
+import torch
+from torch.utils.data import DataLoader, IterableDataset, RandomSampler
 
 from torchdoctor.patient.context import ProbeContext
 from torchdoctor.patient.probes import probe, result
@@ -77,7 +79,10 @@ def _start_method(loader: DataLoader) -> str:
 def _rebuilt(loader: DataLoader, num_workers: int, timeout: float) -> DataLoader:
     """The same loader with another worker count, sharing its dataset, sampler and collate."""
     kwargs: dict[str, Any] = {"num_workers": num_workers, "collate_fn": loader.collate_fn}
-    if loader.batch_sampler is not None:
+    if isinstance(loader.dataset, IterableDataset):
+        # an iterable dataset batches itself: no sampler may be passed
+        kwargs.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_sampler is not None:
         kwargs["batch_sampler"] = loader.batch_sampler
     else:
         kwargs.update(batch_size=None, sampler=loader.sampler)
@@ -96,7 +101,7 @@ def _draw(loader: DataLoader, batches: int, timeout: float) -> dict:
         try:
             for batch in loader:
                 outcome["drawn"] += 1
-                outcome.setdefault("first", batch)
+                outcome.setdefault("batches", []).append(batch)
                 if outcome["drawn"] >= batches:
                     break
         except Exception as exc:  # noqa: BLE001 - reported as the loader's failure
@@ -107,6 +112,27 @@ def _draw(loader: DataLoader, batches: int, timeout: float) -> dict:
     thread.join(timeout)
     outcome["hang"] = thread.is_alive()
     return outcome
+
+
+def _same_batch(one: Any, other: Any) -> bool:
+    first, second = list(iter_tensors(one)), list(iter_tensors(other))
+    return bool(first) and len(first) == len(second) and all(
+        a.shape == b.shape and torch.equal(a, b) for a, b in zip(first, second))
+
+
+def worker_copies(dataset: Any, workers: int, drawn: list[Any]) -> bool | None:
+    """Whether every worker of an iterable dataset yields the same stream.
+
+    Each worker runs its own copy of ``__iter__``; one that does not split the
+    stream by ``get_worker_info()`` hands out all of it, so an epoch holds the data
+    ``num_workers`` times. Batches come from the workers in turn, so the first
+    batch of worker 0 and of worker 1 are the first two drawn.
+    """
+    if not isinstance(dataset, IterableDataset) or workers < 2:
+        return None
+    if len(drawn) < 2:
+        return None
+    return _same_batch(drawn[0], drawn[1])
 
 
 def _sample_shapes(dataset: Any, count: int = 8) -> list[Any]:
@@ -131,14 +157,16 @@ def dataloader(ctx: ProbeContext, batches: int = 3, timeout: float = 20.0) -> di
         return result("inconclusive", "the harness has no DataLoader", {
             "hang": False, "picklable": None, "unpicklable": None, "collate_error": None,
             "sample_shapes": [], "shuffle": None, "num_workers": None, "start_method": None,
-            "hang_num_workers": None})
+            "hang_num_workers": None, "worker_copies": None})
     workers = loader.num_workers
     method = _start_method(loader)
-    shuffle = isinstance(loader.sampler, RandomSampler)
+    # an iterable dataset orders its own stream: no sampler shuffles it
+    shuffle = None if isinstance(loader.dataset, IterableDataset) \
+        else isinstance(loader.sampler, RandomSampler)
     facts: dict[str, Any] = {"hang": False, "picklable": True, "unpicklable": None,
                              "collate_error": None, "sample_shapes": [], "shuffle": shuffle,
                              "num_workers": workers, "start_method": method,
-                             "hang_num_workers": None}
+                             "hang_num_workers": None, "worker_copies": None}
     bad = None
     for name, obj in (("dataset", loader.dataset), ("collate_fn", loader.collate_fn),
                       ("worker_init_fn", loader.worker_init_fn)):
@@ -181,15 +209,27 @@ def dataloader(ctx: ProbeContext, batches: int = 3, timeout: float = 20.0) -> di
             return result("fail", f"workers fail ({type(error).__name__}: {error}) though "
                           "num_workers=0 works", {**facts, "error": describe_error(error)},
                           location(site=exception_location(error)))
+        facts["worker_copies"] = worker_copies(loader.dataset, workers, multi.get("batches", []))
+        if facts["worker_copies"]:
+            return result("fail", f"each of the {workers} workers yields the same batches: the "
+                          "iterable dataset does not split its stream by get_worker_info(), so "
+                          f"an epoch holds the data {workers} times", facts,
+                          location(site=_iter_site(loader.dataset)))
     if bad is not None:
         return result("warn", f"{facts['unpicklable']}: works with {method} workers here, "
                       "breaks with spawn (macOS, Windows)", facts,
                       location(op="pickle", site=_code_site(bad[1])))
-    if not shuffle:
+    if shuffle is False:
         return result("warn", "the loader does not shuffle (SequentialSampler): a training "
                       "loader should use shuffle=True", facts)
     return result("pass", f"{single['drawn']} batches drawn with num_workers=0"
-                  + (f" and {workers}" if workers else "") + "; picklable; shuffled", facts)
+                  + (f" and {workers}" if workers else "") + "; picklable"
+                  + ("; shuffled" if shuffle else ""), facts)
+
+
+def _iter_site(dataset: Any) -> dict | None:
+    """Where the dataset's ``__iter__`` is written: the place to split the stream."""
+    return _code_site(type(dataset).__iter__)
 
 
 def _tb_entries(exc: BaseException) -> list:
