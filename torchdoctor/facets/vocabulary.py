@@ -125,7 +125,7 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
     ("behaviour.uneven_cards", (r"\b(?:gpu|cuda|card|device)\s?:?\s?0\b|\bfirst (?:gpu|card|device)\b|\bmain gpu\b"
      r"|\bunbalanced\b|\bimbalanc(?:e|ed) (?:memory|load|usage)|\bmore memory (?:on|than)\b|\buneven"), True),
     ("behaviour.slow", (r"\bslow|\btakes? (?:too |so |very )?long|\bbottleneck|\bsluggish|\bwaiting for (?:data|the)"
-     r"|\bpainfully\b|\bnot (?:even )?\d(?:\.\d)?x faster\b|\bnot (?:much )?faster\b|慢|遅い|遅く|느리|медленн"
+     r"|\bpainfully\b|\bnot (?:even )?\d(?:\.\d)?x faster\b|\bnot (?:much )?faster\b|\b(?:barely|hardly|no) faster\b|慢|遅い|遅く|느리|медленн"
      r"|\blent[oa]s?\b|\bdevagar\b|\blangsam\w*|\blente?s?\b"), True),
     # --- moment --------------------------------------------------------------------
     ("moment.first_step", (r"\bfrom the (?:start|beginning|first)|\bfirst (?:iteration|step|batch|forward)\b"
