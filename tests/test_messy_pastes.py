@@ -1132,3 +1132,66 @@ def test_a_spawned_child_that_lost_its_parent_points_to_the_parents_error(inner,
     assert parsed.extras["other_errors"][0].startswith(error.split(":")[0])
     alone = parse_traceback(ORPHANED_CHILD.format(inner=inner, error=error))
     assert alone.type == error.split(":")[0]   # with nothing beside it, the child's own error
+
+
+BOOTSTRAP = ("RuntimeError:\n"
+             "        An attempt has been made to start a new process before the\n"
+             "        current process has finished its bootstrapping phase.\n")
+
+
+@pytest.mark.parametrize("paste", [
+    # the child re-ran the script's module-level code and failed there first
+    ("Running it on Windows gives:\n"
+     "RuntimeError: CUDA error: out of memory\n" + BOOTSTRAP),
+    ("Traceback (most recent call last):\n"
+     '  File "train.py", line 12, in <module>\n'
+     "    features = torch.load(\"features.pt\", map_location=\"cuda\")\n"
+     "RuntimeError: CUDA error: out of memory\n"
+     "Traceback (most recent call last):\n"
+     '  File "<string>", line 1, in <module>\n'
+     '  File "C:\\Python310\\lib\\multiprocessing\\spawn.py", line 116, in spawn_main\n'
+     "    exitcode = _main(fd, parent_sentinel)\n" + BOOTSTRAP),
+])
+def test_a_child_started_before_bootstrapping_is_the_cause_of_the_rest(paste, kb):
+    assert "bootstrapping" in parse_traceback(paste).message
+    assert top(paste, kb) == "dataloader.spawn_without_main_guard"
+
+
+def test_a_cpp_backtrace_frame_is_not_an_error_line(kb):
+    paste = ("Two GPUs die after the first epoch:\n"
+             "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<std::chrono"
+             "::duration<long, std::ratio<1l, 1000l> > >) + 0x1d2 (0x7f in libtorch_cuda.so)\n"
+             "frame #2: c10d::ProcessGroupNCCL::watchdogHandler() + 0x233 (0x7f in "
+             "libtorch_cuda.so)\n")
+    assert parse_traceback(paste) is None
+    assert top(paste, kb) == "distributed.collective_timeout"
+
+
+@pytest.mark.parametrize(("paste", "entry"), [
+    ('Scripting the model fails with Expected a default value of type Tensor (inferred) on '
+     'parameter "eps". Because "eps" was not annotated with an explicit type it is assumed '
+     "to be type 'Tensor'.", "compile.torchscript_unsupported"),
+    ("合并权重的时候报 DefaultCPUAllocator: can't allocate memory,机器只有 16G 内存",
+     "memory.cpu_oom"),
+    ("RuntimeError: Expected object of type Variable[torch.cuda.FloatTensor] but found type "
+     "Variable[torch.cuda.DoubleTensor] for argument #1 'other'", "dtype.float64_vs_float32"),
+    ("RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+     "/opt/conda/conda-bld/pytorch/aten/src/THCUNN/generic/SpatialClassNLLCriterion.cu:96",
+     "index.nll_target_assert"),
+])
+def test_wordings_quoted_without_what_usually_surrounds_them(paste, entry, kb):
+    assert top(paste, kb) == entry
+
+
+def test_item_on_several_elements_in_the_old_wording_is_read_from_the_raising_line(kb):
+    paste = ("    running += loss.item()\n"
+             "ValueError: only one element tensors can be converted to Python scalars\n")
+    assert top(paste, kb) == "other.tensor_to_scalar_many"
+    assert top("x = torch.tensor([a, b])\nValueError: only one element tensors can be "
+               "converted to Python scalars", kb) == "other.only_one_element_scalar"
+
+
+def test_a_stack_the_person_wrote_is_a_shape_error_when_only_words_say_so(kb):
+    paste = ('I get "stack expects each tensor to be equal size, but got ... at entry 0 and ... '
+             'at entry 3" from "torch.stack(crops, 0)" in my visualisation code.')
+    assert top(paste, kb) == "shape.stack_sizes"

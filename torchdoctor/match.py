@@ -685,23 +685,28 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
                                    raised_inside=bool(inside))
             _keep_best(best, candidate)
     if len(best) > 1:
-        called = _ops_called(raising_code)
         for candidate in best.values():
             candidate.score = round(candidate.score - CONTESTED_PENALTY, 4)
             candidate.reason += f"; {len(best) - 1} other entries matched too"
-            named = called & _entry_ops(candidate.entry)
-            in_loader = getattr(candidate.entry, "category", "") == "dataloader"
-            if called and in_loader and phase != "data_loading":
-                # The user's own line called the op and no frame is the DataLoader's:
-                # the sizes met in that call, not in default_collate.
-                candidate.score = round(candidate.score - OP_BONUS, 4)
-                candidate.reason += "; the raising line is the user's own, outside data loading"
-            elif named or candidate.raised_inside:
-                # The frame that raised it tells siblings with one wording apart.
-                candidate.score = round(candidate.score + OP_BONUS, 4)
-                if named:
-                    candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
+        _settle_siblings(list(best.values()), _ops_called(raising_code), phase)
     return list(best.values())
+
+
+def _settle_siblings(contested: list[_Candidate], called: set[str], phase: str | None) -> None:
+    """Entries that matched one wording, told apart by where it was raised."""
+    for candidate in contested:
+        named = called & _entry_ops(candidate.entry)
+        in_loader = getattr(candidate.entry, "category", "") == "dataloader"
+        if called and in_loader and phase != "data_loading":
+            # The user's own line called the op and no frame is the DataLoader's:
+            # the sizes met in that call, not in default_collate.
+            candidate.score = round(candidate.score - OP_BONUS, 4)
+            candidate.reason += "; the raising line is the user's own, outside data loading"
+        elif named or candidate.raised_inside:
+            # The frame that raised it tells siblings with one wording apart.
+            candidate.score = round(candidate.score + OP_BONUS, 4)
+            if named:
+                candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
 
 
 # An op the raising line calls: torch.stack(…), F.linear(…), x.bmm(…), a @ b.
@@ -834,7 +839,11 @@ def _keep_best(best: dict[str, _Candidate], candidate: _Candidate) -> None:
         best[key] = candidate
 
 
-def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
+def _match_messages(index: MatchIndex, texts: list[str], phase: str | None = None,
+                    where: str | None = None) -> list[_Candidate]:
+    """A fragment of a message: a stored older wording it lies in, or the whole of a
+    pattern's long fixed phrase. Siblings that share the phrase are told apart by the
+    ops ``where`` (the raising line, or the paste's words when it shows no code) calls."""
     normalised = [_normalise(text) for text in texts if text]
     best: dict[str, _Candidate] = {}
     for message in index.messages:
@@ -855,6 +864,8 @@ def _match_messages(index: MatchIndex, texts: list[str]) -> list[_Candidate]:
             score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
             _keep_best(best, _Candidate(pattern.entry, score,
                                         "the fixed wording of a pattern matched", {}))
+    if len(best) > 1:
+        _settle_siblings(list(best.values()), _ops_called(where), phase)
     return list(best.values())
 
 
@@ -981,7 +992,8 @@ def diagnose(text: str, kb: object) -> Diagnosis:
                       or _match_patterns(index, links, phase, code, any_case=True,
                                          context=context))
         if not candidates:
-            candidates = _match_messages(index, [link.text for link in links])
+            candidates = _match_messages(index, [link.text for link in links], phase,
+                                         code or context)
         if not candidates:
             candidates = _match_retyped(index, links, phase, code, context)
         if not candidates and not links[0].text.strip():

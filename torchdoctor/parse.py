@@ -46,7 +46,7 @@ from torchdoctor.parsing.extras import cuda_asserts, elastic_ranks, split_boiler
 from torchdoctor.parsing.focus import focus_on_errors
 from torchdoctor.parsing.frames import read_frame_line
 from torchdoctor.parsing.lines import CleanLines, clean_lines
-from torchdoctor.parsing.loose import LooseError, find_loose_error
+from torchdoctor.parsing.loose import EXPLAINS_THE_REST, LooseError, find_loose_error
 from torchdoctor.parsing.model import ChainLink, Frame, ParsedError, empty_extras
 from torchdoctor.parsing.phase import judge_phase
 from torchdoctor.parsing.raise_site import completes, raised_message
@@ -183,7 +183,7 @@ def _choose(candidates: list[_Candidate], elastic_root: int | None) -> _Candidat
     pool = [c for c in pool if c.link.type not in LAUNCHER_SUMMARIES] or pool
     if elastic_root is not None:
         pool = [c for c in pool if c.rank == elastic_root] or pool
-    return pool[0]
+    return next((c for c in pool if EXPLAINS_THE_REST.search(c.link.message)), pool[0])
 
 
 def _other_errors(candidates: list[_Candidate], chosen: _Candidate) -> list[str]:

@@ -32,6 +32,10 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|Missing key\(s\)|Unexpected key\(s\)|Assertion .+ failed|has no attribute"
     r"|must be a|expected scalar type|Given groups=|Expected input batch_size"
     r"|hit config\.\w+_limit|Attempting to unscale"
+    # TorchScript's type checks, quoted without their RuntimeError
+    r"|Expected a (?:default )?value of type"
+    # the CPU allocator's failure, often quoted without the size it was asked for
+    r"|DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
     # wordings of torch before 1.8, and of today's accelerator and OOM messages
     r"|THCudaCheck FAIL|cuda runtime error|invalid device ordinal|CUDNN_STATUS_\w+"
     r"|invalid argument \d+:|Expected object of (?:scalar|device|backend) type"
@@ -148,14 +152,29 @@ class LooseError:
     source: str  # which form: final_line, embedded, repr, quoted, message_only, error_record
 
 
+# A process started before its parent finished bootstrapping (spawn, with no
+# ``if __name__ == "__main__":`` guard) re-runs the parent's module-level code, and
+# whatever that code raises in the child - a CUDA OOM, a file in use - is printed
+# around this error, before it as often as after: it is their cause wherever it is.
+CPP_FRAME = compile_linear(r"\s*frame #\d+: ")
+EXPLAINS_THE_REST = compile_linear(r"An attempt has been made to start a new process before")
+
+
 def find_loose_error(texts: list[str], indices: Iterable[int],
                      error_records: list[bool] | None = None) -> LooseError | None:
-    """The most certain error among the lines at ``indices``; the first one within a form.
+    """The most certain error among the lines at ``indices``; the first one within a form,
+    unless one explains the rest (``EXPLAINS_THE_REST``).
 
     ``error_records`` marks lines a logger wrote at an error level; when no line reads
     as an error by its words, the first of those is the error.
     """
-    chosen = list(indices)
+    # a C++ backtrace's frames name functions (checkTimeout, ...) that read like exceptions
+    chosen = [index for index in indices if not CPP_FRAME.match(texts[index])]
+    among = set(chosen)
+    # the message may open on the line after its "RuntimeError:"
+    cause = [j for i in chosen if EXPLAINS_THE_REST.search(texts[i]) for j in (i - 1, i)
+             if j in among]
+    chosen = cause + [index for index in chosen if index not in cause]
     texts = [_ascii_punctuation(text) for text in texts] if any(
         not texts[index].isascii() or " :" in texts[index] or " Error" in texts[index]
         for index in chosen) else texts
