@@ -1168,15 +1168,15 @@ def test_a_cpp_backtrace_frame_is_not_an_error_line(kb):
 
 
 @pytest.mark.parametrize(("paste", "entry"), [
-    ('Scripting the model fails with Expected a default value of type Tensor (inferred) on '
+    (('Scripting the model fails with Expected a default value of type Tensor (inferred) on '
      'parameter "eps". Because "eps" was not annotated with an explicit type it is assumed '
-     "to be type 'Tensor'.", "compile.torchscript_unsupported"),
+     "to be type 'Tensor'."), "compile.torchscript_unsupported"),
     ("合并权重的时候报 DefaultCPUAllocator: can't allocate memory,机器只有 16G 内存",
      "memory.cpu_oom"),
-    ("RuntimeError: Expected object of type Variable[torch.cuda.FloatTensor] but found type "
-     "Variable[torch.cuda.DoubleTensor] for argument #1 'other'", "dtype.float64_vs_float32"),
-    ("RuntimeError: cuda runtime error (59) : device-side assert triggered at "
-     "/opt/conda/conda-bld/pytorch/aten/src/THCUNN/generic/SpatialClassNLLCriterion.cu:96",
+    (("RuntimeError: Expected object of type Variable[torch.cuda.FloatTensor] but found type "
+     "Variable[torch.cuda.DoubleTensor] for argument #1 'other'"), "dtype.float64_vs_float32"),
+    (("RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+     "/opt/conda/conda-bld/pytorch/aten/src/THCUNN/generic/SpatialClassNLLCriterion.cu:96"),
      "index.nll_target_assert"),
 ])
 def test_wordings_quoted_without_what_usually_surrounds_them(paste, entry, kb):
