@@ -275,6 +275,20 @@ def test_census_names_layers_kept_where_eval_does_not_reach_them():
     assert run_probe("census", healthy(), {})["facts"]["unregistered_count"] == 0
 
 
+def test_a_census_warning_confirms_only_a_cause_that_reads_what_it_warned_of():
+    from torchdoctor.investigation.checkup import judge
+    from torchdoctor.knowledge import load_knowledge
+    kb = load_knowledge(include_user=False, use_cache=False, report=False)
+    model = ListEncoder()  # in train mode, as every model starts: no cause by itself
+    batch = (torch.randn(4, 8), torch.randint(0, 3, (4,)))
+    result = run_probe("census", ProbeContext(model=model, batch=batch,
+                                              loss_fn=nn.CrossEntropyLoss()), {})
+    assert result["status"] == "warn"
+    assert result["facts"]["flagged"] == ["unregistered_count", "unregistered_modules"]
+    check = judge("census", result, kb)
+    assert check.finding.hypothesis == "training.eval_mode_left_on/layers_in_plain_list"
+
+
 def test_cpu_fallback_turns_index_errors_into_index_and_size():
     facts = run_probe("cpu_fallback", context("embedding_index"), {})["facts"]
     assert facts["reproduced_on_cpu"] is True and facts["cpu_error_type"] == "IndexError"

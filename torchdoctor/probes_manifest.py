@@ -80,6 +80,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "accelerator_unused",
                 "unregistered_modules",
                 "unregistered_count",
+                "flagged",
                 "dtypes",
                 "mixed_dtypes",
                 "training",

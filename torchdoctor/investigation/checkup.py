@@ -18,8 +18,8 @@ from typing import Any
 from torchdoctor.investigation.findings import Finding
 from torchdoctor.investigation.hypotheses import judged_finding
 from torchdoctor.investigation.probing import factory_for, run_probe
+from torchdoctor.investigation.verdicts import fact_names, settle_across
 from torchdoctor.investigation.verdicts import judge as judge_one
-from torchdoctor.investigation.verdicts import settle_across
 from torchdoctor.patient.client import PatientClient
 from torchdoctor.probes_manifest import PROBES
 
@@ -112,6 +112,12 @@ def _candidates(name: str, result: dict[str, Any], kb: Any) -> list[tuple[Any, A
     return [(entry, hyp, {}) for entry, hyp in hypotheses_for(name, kb)]
 
 
+def _reads(hypothesis: Any, flagged: set[str]) -> bool:
+    """Whether the hypothesis's confirm criteria read one of the facts a probe flagged."""
+    return bool({name.split(".")[0] for name in fact_names(hypothesis.confirm or [])}
+                & flagged)
+
+
 def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     """A finding for one probe result: the best-supported hypothesis it confirms, or, for a
     check that passed, one it rejects; judged by the same rules as every verdict."""
@@ -119,6 +125,11 @@ def judge(name: str, result: dict[str, Any], kb: Any) -> Check:
     judged = [(entry, hyp, fields, judge_one(hyp, result, fields))
               for entry, hyp, fields in candidates]
     confirmed = [item for item in judged if item[3].verdict == "confirmed"]
+    flagged = set((result.get("facts") or {}).get("flagged") or ())
+    if flagged:
+        # A check that warns about one thing confirms only the causes that read it: "the
+        # model is in train mode" holds of every model whose census warned of anything.
+        confirmed = [item for item in confirmed if _reads(item[1], flagged)]
     rejected = [item for item in judged if item[3].verdict == "rejected"]
     chosen = None
     if confirmed:

@@ -139,8 +139,9 @@ def census(ctx: ProbeContext) -> dict:
     # before the first conv (text through Conv1d) runs fine and must raise no alarm.
     forward_failed = ctx.error is not None or forward_error is not None
     mismatch = _input_channels_mismatch(facts) if forward_failed else None
-    problems, oddities = _judge(ctx, facts, target, mismatch)
+    problems, oddities, flagged = _judge(ctx, facts, target, mismatch)
     facts["problems"], facts["oddities"] = problems, oddities
+    facts["flagged"] = sorted(flagged)
     status = "fail" if problems else "warn" if oddities else "pass"
     head = f"parameters {facts['parameters']['text']}; {'train' if facts['training'] else 'eval'}"
     head += " mode" if model is not None else ""
@@ -232,27 +233,38 @@ def _devices_and_dtypes(facts: dict[str, Any], inputs: Any, targets: Any,
 
 
 def _judge(ctx: ProbeContext, facts: dict[str, Any], target: torch.Tensor | None,
-           mismatch: tuple[int, dict[str, Any]] | None) -> tuple[list[str], list[str]]:
+           mismatch: tuple[int, dict[str, Any]] | None
+           ) -> tuple[list[str], list[str], set[str]]:
+    """The problems and oddities found, and the facts behind them (``flagged``): a cause
+    confirmed by this census must read one of those, not merely a state it shares with
+    every model ("in train mode")."""
     problems: list[str] = []
     oddities: list[str] = []
+    flagged: set[str] = set()
     if facts["mixed_devices"]:
+        flagged |= {"mixed_devices", "devices"}
         places = ", ".join(f"{'/'.join(v)} on {k}" for k, v in facts["devices"].items())
         problems.append(f"tensors on more than one device: {places}")
     if facts["accelerator_unused"]:
+        flagged.add("accelerator_unused")
         oddities.append("a GPU is available, but the parameters and the batch are all on the CPU")
     if facts["unregistered_modules"]:
+        flagged |= {"unregistered_modules", "unregistered_count"}
         held = ", ".join(facts["unregistered_modules"][:3])
         oddities.append(f"layers held in a plain Python container ({held}): parameters(), "
                         ".to() and .eval() do not reach them")
     if facts["mixed_dtypes"]:
+        flagged |= {"mixed_dtypes", "dtypes", "inputs"}
         kinds = ", ".join(f"{'/'.join(v)} {k}" for k, v in facts["dtypes"].items())
         problems.append(f"floating dtypes differ: {kinds}")
     if mismatch:
+        flagged |= {"first_conv", "inputs"}
         channels, conv = mismatch
         problems.append(f"the inputs carry {channels} channels in dimension 1 but the first "
                         f"convolution `{conv['module']}` ({conv['type']}) expects "
                         f"{conv['in_channels']}")
     if facts["label_out_of_range"]:
+        flagged |= {"label_out_of_range", "target_min", "target_max", "classes_out"}
         problems.append(f"labels span {facts['target_min']}..{facts['target_max']} but the "
                         f"model emits {facts['classes_out']} classes (valid 0.."
                         f"{facts['classes_out'] - 1})")
@@ -260,15 +272,19 @@ def _judge(ctx: ProbeContext, facts: dict[str, Any], target: torch.Tensor | None
         target is not None and class_index_loss(ctx.loss_fn) and target.is_floating_point()
         and target.dim() <= 1)
     if facts["target_not_class_index"]:
+        flagged |= {"target_not_class_index", "target_dtype", "target_whole", "targets",
+                    "target_min", "target_max"}
         problems.append(f"{facts['loss_fn']} needs class indices (int64) but the targets are "
                         f"{target.dtype}")
     if facts["mode_disagrees"]:
+        flagged |= {"mode_disagrees", "training"}
         oddities.append(f"{len(facts['mode_disagrees'])} submodules are in "
                         f"{'eval' if facts['training'] else 'train'} mode while the model is not:"
                         f" {', '.join(facts['mode_disagrees'][:3])}")
     if facts["params_count"] and facts["frozen_count"] == facts["params_count"]:
+        flagged |= {"frozen_count", "params_count"}
         oddities.append("every parameter is frozen (requires_grad=False)")
-    return problems, oddities
+    return problems, oddities, flagged
 
 
 def whole_numbers(target: torch.Tensor | None) -> bool | None:
