@@ -1195,3 +1195,49 @@ def test_a_stack_the_person_wrote_is_a_shape_error_when_only_words_say_so(kb):
     paste = ('I get "stack expects each tensor to be equal size, but got ... at entry 0 and ... '
              'at entry 3" from "torch.stack(crops, 0)" in my visualisation code.')
     assert top(paste, kb) == "shape.stack_sizes"
+
+
+def test_a_frame_line_a_page_broke_in_two_is_not_the_exception():
+    paste = ("Traceback (most recent call last):\n"
+             '  File "train.py", line 20, in <module>\n'
+             "    loss = criterion(logits, targets)\n"
+             '  File "/usr/lib/python3.6/site-packages/torch/nn/modules/module.py", line 550, in __c\n'
+             "all__\n"
+             "    result = self.forward(*input, **kwargs)\n"
+             '  File "loss.py", line 59, in forward\n'
+             "    smoothed.scatter_(1, target.unsqueeze(1), self.confidence)\n"
+             "RuntimeError: invalid argument 4: Index tensor must have same size as output tensor "
+             "apart from the specified dimension at /pytorch/aten/src/THC/generic/"
+             "THCTensorScatterGather.cu:328\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "RuntimeError" and parsed.message.startswith("invalid argument 4")
+
+
+@pytest.mark.parametrize(("paste", "entry"), [
+    ("训练时报错:ValueError: Expected positive integer total_steps，but got 0", "dataloader.empty_dataset"),
+    ("Function 'PowBackward0' returned nan values in its 0th output. Is pow at zero the problem?",
+     "numerics.anomaly_nan"),
+    ("RuntimeError: NCCL error in ProcessGroupNCCL.cpp:290, unhandled system error",
+     "distributed.nccl_error"),
+    (("UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+     "version 11000). Please update your GPU driver"), "device.driver_insufficient"),
+    (("RuntimeError: Error(s) in loading state_dict for DataParallel:\n\tUnexpected key(s) in "
+      'state_dict: "module.encoder.grid.inv_delta_C".'), "state_dict.missing_unexpected_keys"),
+    (('ComfyUI 加载模型时提示 "Weights only load failed",后面写着 GLOBAL ultralytics.nn.tasks.'
+     "DetectionModel"), "state_dict.weights_only_global"),
+])
+def test_more_wordings_as_pasted(paste, entry, kb):
+    assert top(paste, kb) == entry
+
+
+def test_a_broadcast_inside_the_optimizers_step_is_its_saved_state(kb):
+    paste = ('  File "train.py", line 106, in train_epoch\n'
+             "    optimizer.step()\n"
+             '  File "/env/lib/python3.7/site-packages/torch/optim/sgd.py", line 106, in step\n'
+             "    buf.mul_(momentum).add_(d_p, alpha=1 - dampening)\n"
+             "RuntimeError: The size of tensor a (80) must match the size of tensor b (10) at "
+             "non-singleton dimension 0\n")
+    assert top(paste, kb) == "state_dict.optimizer_group_mismatch"
+    outside = paste.replace("torch/optim/sgd.py", "mylib/ops.py").replace(", in step", ", in mix")
+    assert top(outside.replace("optimizer.step()", "out = mix(a, b)"), kb) == \
+        "shape.broadcast_mismatch"

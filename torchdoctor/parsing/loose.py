@@ -34,6 +34,8 @@ TORCH_LIKE_MESSAGE = compile_linear(
     r"|hit config\.\w+_limit|Attempting to unscale"
     # TorchScript's type checks, quoted without their RuntimeError
     r"|Expected a (?:default )?value of type"
+    # detect_anomaly naming the backward function that produced NaN, quoted as a title
+    r"|returned nan values in its \d+(?:st|nd|rd|th) output"
     # the CPU allocator's failure, often quoted without the size it was asked for
     r"|DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
     # wordings of torch before 1.8, and of today's accelerator and OOM messages
@@ -57,7 +59,7 @@ MESSAGE_KEYWORDS = ("expected", "must", "out of", "mismatch", "cannot", "can't",
                     "not ", "ambiguous", "assert", "should", "has no", "trying", "missing",
                     "unexpected", "given groups", "hit config", "attempting", "fail", "invalid",
                     "cudnn_status", "capacity", "offending", "nccl warn", "terminated",
-                    "broadcast shape", "equal size")
+                    "broadcast shape", "equal size", "returned nan")
 # Old torch printed a failed CUDA call as "THCudaCheck FAIL file=… line=58 error=2 : out of
 # memory" and raised "cuda runtime error (2) : out of memory at …:58" for it; a paste often
 # keeps only the first.
@@ -99,7 +101,7 @@ def _recompile_reason(stripped: str) -> bool:
     return (stripped[found.end():] if found else stripped).startswith(RECOMPILE_REASON)
 
 
-FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: "."}
+FULL_WIDTH = {0xFF08: "(", 0xFF09: ")", 0x3002: ".", 0xFF0C: ", "}
 FULL_WIDTH_COLON = re.compile("\uff1a ?")
 # A built-in exception's name retyped as two words before its colon ("Runtime Error:",
 # "Index Error :").
@@ -134,7 +136,9 @@ def _own_words(message: str, start: int = 0) -> str:
     begin = start
     while begin > 0 and not _other_script(message[begin - 1]):
         begin -= 1
-    return message[begin:end].strip() or message
+    kept = message[begin:end].strip()
+    # the comma that led into the other-script words ("'mat2'，换了…") is theirs
+    return (kept.rstrip(",;").rstrip() if found else kept) or message
 
 
 def _other_script(char: str) -> bool:
@@ -210,7 +214,7 @@ def _typed_colon(found: re.Match[str]) -> str:
 
 def _ascii_punctuation(text: str) -> str:
     """A message retyped with a Chinese or Japanese input method has full-width colons,
-    parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
+    commas, parentheses and full stops ("RuntimeError： … device_count（） is 1", "torch。cuda");
     one retyped in French style puts a space before the colon ("RuntimeError :Expected
     …"), and a built-in type is sometimes retyped as two words ("Runtime Error:"); torch
     printed ``Type: message``."""

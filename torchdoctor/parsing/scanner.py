@@ -79,6 +79,10 @@ def read_exception_line(stripped: str, strict: bool) -> tuple[str, str] | None:
     full_type = match["type"]
     if strict and not exception_type_name(full_type):
         return None
+    if match["message"] is None and not exception_type_name(full_type) and "." not in full_type:
+        # a bare word under frames ("all__", the rest of a "__call__" a page broke) is no
+        # exception line: a raised class prints its name with a known suffix or its module
+        return None
     return full_type, match["message"] or ""
 
 
