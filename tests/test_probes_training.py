@@ -307,3 +307,13 @@ def test_a_batch_whose_loss_does_not_fall_at_all_confirms_an_optimisation_bug():
     entry = load_knowledge(include_user=False).by_id["training.cannot_overfit_batch"]
     bug = next(h for h in entry.hypotheses if h.id == "optimisation_bug")
     assert judge(bug, result, {}).verdict == "confirmed"
+
+
+def test_gradients_read_after_zero_grad_is_rejected_only_when_the_weights_do_not_move():
+    from torchdoctor.investigation.verdicts import judge
+    from torchdoctor.knowledge import load_knowledge
+    kb = load_knowledge(include_user=False, use_cache=False, report=False)
+    hypothesis = next(h for e in kb.entries if e.id == "autograd.grad_read_after_zero_grad"
+                      for h in e.hypotheses)
+    assert judge(hypothesis, check("missing_step", "weights_update"), {}).verdict == "rejected"
+    assert judge(hypothesis, check("healthy_mlp", "weights_update"), {}).verdict == "inconclusive"
