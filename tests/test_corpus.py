@@ -33,7 +33,7 @@ FLOOR_TOP3_ENTRY = 0.98
 # hardest pastes, so a share of those alone no longer says how often help is shown.)
 CEILING_NOTHING_MATCHED = 0.01
 FLOOR_SHOWN_IN_FIRST_THREE = 0.98
-MIN_CASES = 2015
+MIN_CASES = 2045
 # A top match scoring at least match.CONFIDENT is worded "probably": it must be right
 # this often, for at least this share of all cases.
 FLOOR_CONFIDENT_PRECISION = 0.95
@@ -51,7 +51,7 @@ MIN_UNSEEN_CASES = 149
 # entries' report profiles do not count them (see its README).
 FLOOR_DEV_TOP1_CATEGORY = 0.71
 FLOOR_DEV_TOP1_ENTRY = 0.30
-MIN_DEV_CASES = 156
+MIN_DEV_CASES = 184
 # The ranking by a report's facets alone, on the corpus's prose reports it never
 # counted (five-fold cross-validation, tests/perf/bench_corpus.py).
 FLOOR_FACETS_CROSS_VALIDATED_TOP1 = 0.60

@@ -1241,3 +1241,13 @@ def test_a_broadcast_inside_the_optimizers_step_is_its_saved_state(kb):
     outside = paste.replace("torch/optim/sgd.py", "mylib/ops.py").replace(", in step", ", in mix")
     assert top(outside.replace("optimizer.step()", "out = mix(a, b)"), kb) == \
         "shape.broadcast_mismatch"
+
+
+@pytest.mark.parametrize(("paste", "entry"), [
+    ("模型收敛得太慢了，训练了三天 loss 还在 1.2", "training.lr_too_low"),
+    ("The loss converges very slowly with Adam at 1e-6.", "training.lr_too_low"),
+    ("I think the resize is different between training and inference in your scripts.",
+     "training.inference_preprocessing_mismatch"),
+])
+def test_symptoms_people_state_in_a_line(paste, entry, kb):
+    assert top(paste, kb) == entry

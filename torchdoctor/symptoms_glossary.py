@@ -126,6 +126,10 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
      " model is not learning"),
     (r"不收敛|收敛不了|収束しない|수렴하지\s*않|не\s+сходится|no\s+converge|não\s+converge|konvergiert\s+nicht",
      " does not converge"),
+    # converging, but slowly: "收敛怎么这么慢", "収束が遅い", "수렴이 느려"
+    ((r"收敛(?:速度)?(?:得|的)?(?:怎么|很|太|这么|那么|非常|特别|比较)*慢|収束(?:が|の)?(?:とても|すごく)?遅|수렴(?:이|속도가)?\s*(?:너무\s*)?느리"
+     r"|сходится\s+(?:очень\s+)?медленно"),
+     " the loss converges very slowly"),
     ((r"(?:一直|还是|始终|总是)?(?:不下降|不降|降不下去|没有下降|没下降)|下がらない|줄지\s*않|не\s+(?:падает|уменьшается|снижается)"
      r"|no\s+(?:baja|disminuye)|não\s+(?:cai|diminui)|sinkt\s+nicht"),
      " does not decrease"),
