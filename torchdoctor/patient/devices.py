@@ -66,6 +66,12 @@ def install_cpu_fallback() -> None:
     torch.cuda.synchronize = _noop
 
 
+def mps_available() -> bool:
+    """Whether Apple's GPU can be used (torch builds without the backend lack the module)."""
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
 def requested_device() -> str | None:
     return os.environ.get("TORCHDOCTOR_DEVICE") or None
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from torchdoctor.patient.context import ProbeContext
-from torchdoctor.patient.devices import requested_device
+from torchdoctor.patient.devices import mps_available, requested_device
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._util import (
     classes_out,
@@ -174,8 +174,7 @@ def _accelerator() -> str | None:
         return None
     if torch.cuda.is_available():
         return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    return "mps" if mps is not None and mps.is_available() else None
+    return "mps" if mps_available() else None
 
 
 def accelerator_unused(devices: dict[str, list[str]], accelerator: str | None) -> bool | None:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from torchdoctor.patient.context import ProbeContext
+from torchdoctor.patient.devices import mps_available
 from torchdoctor.patient.probes import probe, result
 from torchdoctor.patient.probes._errors import never_raises
 
@@ -33,7 +34,6 @@ def env(ctx: ProbeContext) -> dict:
                 "memory_bytes": int(props.total_memory),
                 "capability": f"{props.major}.{props.minor}",
             })
-    mps = getattr(torch.backends, "mps", None)
     cudnn = torch.backends.cudnn.version() if cuda_available else None
     facts = {
         "torch": torch.__version__,
@@ -44,7 +44,7 @@ def env(ctx: ProbeContext) -> dict:
         "os": f"{platform.system()} {platform.release()} ({platform.machine()})",
         "devices": devices,
         "cuda_available": cuda_available,
-        "mps_available": bool(mps and mps.is_available()),
+        "mps_available": mps_available(),
         "env_vars": {name: os.environ[name] for name in _ENV_VARS if name in os.environ},
     }
     gpus = [d["name"] for d in devices if d["type"] == "cuda"]
