@@ -20,7 +20,7 @@ from torchdoctor.facets.profiles import (
     load_reports,
 )
 from torchdoctor.facets.ranking import FacetIndex
-from torchdoctor.facets.reading import report_facets
+from torchdoctor.facets.reading import report_facets, report_reading
 from torchdoctor.facets.vocabulary import facets_of, tells_a_symptom
 from torchdoctor.knowledge import load_knowledge
 from torchdoctor.match import TIER_RESEMBLANCE, TIER_SYMPTOM, diagnose
@@ -152,3 +152,36 @@ def test_the_shipped_profiles_load_and_name_entries_of_the_knowledge_base(kb):
     assert len(set(reports) & known) >= 50
     assert all(0 < profile.reports and max(profile.seen.values(), default=0) <= profile.reports
                for profile in reports.values())
+
+
+def test_words_tell_apart_entries_whose_reports_show_the_same_facets(kb):
+    # Both families' reports say GPU memory grows; only their words differ, in words
+    # no facet reads.
+    whens = ("each time", "steadily", "a little every batch", "until OOM")
+    labelled = [("memory.growing", f"GPU memory grows {when} since I plot matplotlib figures")
+                for when in whens]
+    labelled += [("memory.caching_allocator", f"GPU memory grows {when} since I register forward hooks")
+                 for when in whens]
+    index = FacetIndex(kb.entries, count_reports(labelled))
+    by_facets, by_both = [], []
+    for report in ("my GPU memory grows with every batch since I plot matplotlib figures",
+                   "my GPU memory grows with every batch since I register forward hooks"):
+        found, words = report_reading(report)
+        by_facets.append(index.rank(found)[0].entry.id)
+        by_both.append(index.rank(found, words)[0].entry.id)
+    assert by_facets[0] == by_facets[1]
+    assert by_both == ["memory.growing", "memory.caching_allocator"]
+
+
+def test_a_word_one_report_alone_uses_weighs_nothing(kb):
+    index = FacetIndex(kb.entries, count_reports([("memory.growing", "GPU memory grows zorkmid")]))
+    assert "zorkmid" not in index.words.weight
+    assert index.words.closeness(frozenset({"zorkmid"})) == dict.fromkeys(index.profiles, 0.0)
+
+
+def test_word_counts_that_cannot_be_are_dropped(tmp_path):
+    path = tmp_path / "reports.json"
+    path.write_text(json.dumps({"entries": {"memory.growing": {
+        "reports": 3, "seen": {}, "words": {"leak": 2, "grows": 7, "epoch": -1, "oom": "x"}}}}),
+        encoding="utf-8")
+    assert dict(load_reports(path)["memory.growing"].words) == {"leak": 2}

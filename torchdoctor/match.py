@@ -70,7 +70,7 @@ from torchdoctor import (
     translated,
 )
 from torchdoctor.facets.ranking import FacetIndex
-from torchdoctor.facets.reading import report_facets
+from torchdoctor.facets.reading import report_reading
 from torchdoctor.facets.vocabulary import tells_a_symptom
 from torchdoctor.linear_regex import (
     TEXT_LIMIT,
@@ -947,11 +947,11 @@ def _add_resemblance(candidates: list[_Candidate], resembling: list[_Candidate])
 
 def _match_resemblance(index: MatchIndex, text: str) -> list[_Candidate]:
     """The entries whose real reports read most like a description no phrase matched."""
-    shown = report_facets(text)
+    shown, words = report_reading(text)
     if not tells_a_symptom(shown):
         return []  # the entries' profiles are built only for a text that tells a symptom
     candidates = []
-    for found in index.facets.rank(shown):
+    for found in index.facets.rank(shown, words):
         typical = ", ".join(name.split(".", 1)[1].replace("_", " ") for name in found.typical)
         reason = ("none of its symptom phrases matched; the description reads like its reports"
                   + (f" ({typical})" if typical else "") + f", likelihood share {found.probability:.2f}")

@@ -92,13 +92,13 @@ def calibration_table(outcomes: list[Outcome]) -> None:
 
 
 def facets_cross_validated(kb: object, folds: int = 5) -> tuple[float, float]:
-    """Top-1 and top-3 entry accuracy of the facet ranking on prose reports it never
-    counted: each fold's profiles come from the other folds."""
+    """Top-1 and top-3 entry accuracy of the ranking by facets and words on prose
+    reports it never counted: each fold's profiles come from the other folds."""
     import random
 
     from torchdoctor.facets.profiles import corpus_reports, count_reports
     from torchdoctor.facets.ranking import FacetIndex
-    from torchdoctor.facets.reading import report_facets
+    from torchdoctor.facets.reading import report_reading
 
     reports = corpus_reports(CORPUS_DIR)
     order = list(range(len(reports)))
@@ -108,7 +108,7 @@ def facets_cross_validated(kb: object, folds: int = 5) -> tuple[float, float]:
         held = set(order[fold::folds])
         index = FacetIndex(kb.entries, count_reports(r for i, r in enumerate(reports) if i not in held))
         for i in held:
-            ranked = [found.entry.id for found in index.rank(report_facets(reports[i][1]))]
+            ranked = [found.entry.id for found in index.rank(*report_reading(reports[i][1]))]
             first += ranked[:1] == [reports[i][0]]
             within_three += reports[i][0] in ranked
     return first / len(reports), within_three / len(reports)

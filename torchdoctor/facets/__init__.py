@@ -12,11 +12,15 @@ GPUs, workers, half precision, a loaded checkpoint). Those are a few dozen
 English copy (``symptoms.described``), so every language the glossary reads
 reaches them.
 
-Each entry's profile is how often its real reports show each facet
-(``profiles.py``: counted from the prose reports of ``tests/corpus`` and from
+Facets cannot tell apart entries whose reports are about the same things (GPU
+memory that grows in the validation loop, or once forward hooks are registered);
+the words a report uses can (``words.py``).
+
+Each entry's profile is how often its real reports show each facet and use each
+word (``profiles.py``: counted from the prose reports of ``tests/corpus`` and from
 the entry's own title, hypotheses and symptom phrases, so an entry no report has
 reached yet still has one). ``ranking.py`` ranks entries by how well a new
-report's facets fit each profile (naive Bayes), which is what ``match.diagnose``
+report's facets fit each profile (naive Bayes) and how close its words are, which is what ``match.diagnose``
 falls back to when no symptom phrase matched: a guess worded as one, below every
 phrase match, instead of a dead end.
 """

@@ -1,4 +1,4 @@
-"""How often each entry's reports show each facet.
+"""How often each entry's reports show each facet and use each word.
 
 Two sources. The prose reports of the corpus of real pastes (``tests/corpus``),
 each labelled with the entry its thread settled on, counted once into
@@ -21,8 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchdoctor.facets.reading import report_facets
+from torchdoctor.facets.reading import report_reading
 from torchdoctor.facets.vocabulary import NAMES, facets_of
+from torchdoctor.facets.words import report_words
 from torchdoctor.symptoms import phrases, spelled_words
 
 REPORTS_FILE = Path(__file__).resolve().parent / "reports.json"
@@ -34,15 +35,23 @@ _PROSE_ONLY = "prose_only"
 
 @dataclass
 class Profile:
-    """The facets of an entry's reports: ``reports`` of them, ``seen[facet]`` showing it."""
+    """An entry's reports: ``reports`` of them, ``seen[facet]`` showing a facet,
+    ``words[word]`` using a word; and the words of the entry's own account of its
+    symptom (``own``), which the ranking weighs as ``OWN_WORDS_AS_REPORTS`` reports
+    but counts once among the reports that use a word (one entry's vocabulary, not a
+    word many reports share)."""
 
     reports: int = 0
     seen: Counter = field(default_factory=Counter)
+    words: Counter = field(default_factory=Counter)
+    own: frozenset[str] = frozenset()
 
-    def add(self, found: Iterable[str], times: int = 1) -> None:
+    def add(self, found: Iterable[str], words: Iterable[str] = (), times: int = 1) -> None:
         self.reports += times
         for name in found:
             self.seen[name] += times
+        for word in words:
+            self.words[word] += times
 
 
 def own_words(entry: object) -> str:
@@ -56,15 +65,18 @@ def own_words(entry: object) -> str:
 
 
 def profiles_for(entries: Iterable[object], reports: dict[str, Profile]) -> dict[str, Profile]:
-    """Each entry with symptoms: its real reports' facets and its own words' (English
-    already, and without a report's numbers, so read as they are)."""
+    """Each entry with symptoms: its real reports' facets and words, and its own words'
+    (English already, and without a report's numbers, so read as they are)."""
     built = {}
     for entry in entries:
         if not getattr(entry, "symptoms", None):
             continue
         known = reports.get(str(entry.id))
-        profile = Profile(known.reports, Counter(known.seen)) if known else Profile()
-        profile.add(facets_of(own_words(entry)), OWN_WORDS_AS_REPORTS)
+        profile = (Profile(known.reports, Counter(known.seen), Counter(known.words)) if known
+                   else Profile())
+        own = own_words(entry)
+        profile.add(facets_of(own), times=OWN_WORDS_AS_REPORTS)
+        profile.own = report_words(own)
         built[str(entry.id)] = profile
     return built
 
@@ -73,7 +85,7 @@ def count_reports(labelled: Iterable[tuple[str, str]]) -> dict[str, Profile]:
     """Profiles from ``(entry id, report text)`` pairs."""
     counted: dict[str, Profile] = {}
     for entry_id, text in labelled:
-        counted.setdefault(entry_id, Profile()).add(report_facets(text))
+        counted.setdefault(entry_id, Profile()).add(*report_reading(text))
     return counted
 
 
@@ -95,7 +107,11 @@ def load_reports(path: Path = REPORTS_FILE) -> dict[str, Profile]:
             continue
         seen = Counter({name: count for name, count in counts["seen"].items()
                         if name in known and _a_count(count) and count <= counts["reports"]})
-        loaded[str(entry_id)] = Profile(counts["reports"], seen)
+        words = counts.get("words")
+        words = Counter({word: count for word, count in words.items()
+                         if isinstance(word, str) and _a_count(count) and count <= counts["reports"]}
+                        if isinstance(words, dict) else {})
+        loaded[str(entry_id)] = Profile(counts["reports"], seen, words)
     return loaded
 
 
@@ -106,10 +122,13 @@ def _a_count(value: object) -> bool:
 
 
 def dumps(reports: dict[str, Profile]) -> str:
-    """``reports.json``'s text: stable order, so a rebuild of the same corpus is the same file."""
+    """``reports.json``'s text: stable order, so a rebuild of the same corpus is the same
+    file. Every word is kept, even one a single report uses: the entries' own words,
+    which the ranking counts beside them, may use it too."""
     return json.dumps({
         "facets": list(NAMES),
-        "entries": {entry_id: {"reports": profile.reports, "seen": dict(sorted(profile.seen.items()))}
+        "entries": {entry_id: {"reports": profile.reports, "seen": dict(sorted(profile.seen.items())),
+                               "words": dict(sorted(profile.words.items()))}
                     for entry_id, profile in sorted(reports.items())},
     }, indent=1, ensure_ascii=True) + "\n"
 
