@@ -439,8 +439,10 @@ def test_the_error_line_above_a_cut_spawn_traceback_replaces_the_wrapper():
                                              "Distributed package doesn't have NCCL built in")
 
 
-def test_a_worker_traceback_pasted_without_the_main_process_keeps_its_wrapper():
-    paste = ("Caught KeyError in DataLoader worker process 1.\n"
+@pytest.mark.parametrize("wrapper", ["Caught KeyError in DataLoader worker process 1.",
+                                     "KeyError: Caught KeyError in DataLoader worker process 1."])
+def test_a_worker_traceback_pasted_without_the_main_process_keeps_its_wrapper(wrapper):
+    paste = (wrapper + "\n"
              "Original Traceback (most recent call last):\n"
              '  File "/opt/py/site-packages/torch/utils/data/_utils/worker.py", line 308, '
              "in _worker_loop\n"
@@ -1213,6 +1215,15 @@ def test_a_frame_line_a_page_broke_in_two_is_not_the_exception():
     assert parsed.type == "RuntimeError" and parsed.message.startswith("invalid argument 4")
 
 
+def test_a_windows_path_a_cut_notebook_frame_left_is_not_the_exception():
+    paste = ("AttributeError                            Traceback (most recent call last)\n"
+             "<ipython-input-35-87bd5485ec48> in <module>\n"
+             "----> 6 learner.find_lr(final_lr=0.1)\n\n"
+             "D:\\users\\ana\\Anaconda3\\lib\\site-pa\n")
+    parsed = parse_traceback(paste)
+    assert parsed.type == "AttributeError" and not parsed.message.startswith("\\")
+
+
 @pytest.mark.parametrize(("paste", "entry"), [
     ("训练时报错:ValueError: Expected positive integer total_steps，but got 0", "dataloader.empty_dataset"),
     ("Function 'PowBackward0' returned nan values in its 0th output. Is pow at zero the problem?",
@@ -1251,3 +1262,25 @@ def test_a_broadcast_inside_the_optimizers_step_is_its_saved_state(kb):
 ])
 def test_symptoms_people_state_in_a_line(paste, entry, kb):
     assert top(paste, kb) == entry
+
+
+def test_the_body_of_a_function_a_paste_shows_is_not_the_line_that_raised(kb):
+    paste = ("Why do I get RuntimeError: stack expects each tensor to be equal size, but got "
+             "[9] at entry 0 and [7] at entry 2? The file names have different lengths.\n\n"
+             "```\n"
+             "def decode(sample):\n"
+             "    sample[\"pixels\"] = numpy.frombuffer(sample[\"pixels\"], dtype=numpy.uint8)\n"
+             "    return sample\n\n"
+             "loader = torch.utils.data.DataLoader(RecordDataset(path, transform=decode), batch_size=8)\n"
+             "batch = next(iter(loader))\n"
+             "```\n")
+    reasons = [match.reason for match in diagnose(paste, kb).matches]
+    assert reasons and not any("outside data loading" in reason for reason in reasons)
+
+
+def test_an_indented_line_under_a_sentence_is_still_the_line_that_raised(kb):
+    paste = ("With the smaller backbone it breaks here:\n\n"
+             "    return torch.stack(features, dim=1)\n"
+             "RuntimeError: stack expects each tensor to be equal size, but got [64, 128] at "
+             "entry 0 and [64, 256] at entry 1\n")
+    assert top(paste, kb) == "shape.stack_sizes"

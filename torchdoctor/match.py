@@ -749,8 +749,28 @@ def _raising_code(parsed: object, text: str) -> str | None:
             typed = _REPL_LINE.findall(text[-4000:])
             return typed[-1] if typed else None
         return code
-    shown = ["".join(groups) for groups in _SHOWN_CODE.findall(text[-4000:])]
+    tail = text[-4000:]
+    shown = ["".join(group or "" for group in found.groups()) for found in _SHOWN_CODE.finditer(tail)
+             if not (found.group(2) and _in_a_block(tail, found.start()))]
     return "\n".join(span for span in shown if _STATEMENT.search(span)) or None
+
+
+def _in_a_block(text: str, start: int) -> bool:
+    """Whether the indented line at ``start`` is the body of a block the paste shows
+    (under ``def decode(x):`` or ``for x in loader:``): the person's program, not the
+    source line Python prints above an error."""
+    line = text[start:text.find("\n", start) if "\n" in text[start:] else len(text)]
+    indent = len(line) - len(line.lstrip())
+    for above in reversed(text[:start].splitlines()[-40:]):
+        if not above.strip():
+            continue
+        if len(above) - len(above.lstrip()) < indent:
+            return bool(_BLOCK_HEADER.match(above))
+    return False
+
+
+_BLOCK_HEADER = re.compile(r"\s*(?:async\s+)?(?:def|class|for|while|if|elif|else|with|try|except|finally)"
+                           r"\b[^\n]*:\s*(?:#[^\n]*)?$")
 
 
 def _raising_context(parsed: object, text: str, code: str | None) -> str:

@@ -32,6 +32,7 @@ EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Ite
                       "Failure", "Fault", "Failed", "Timeout")
 BARE_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt",
                              "SystemExit", "GeneratorExit"})
+_DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
 # mp.spawn re-raises a child's failure as ProcessRaisedException with the child's
 # traceback under this line.
@@ -70,6 +71,8 @@ def read_exception_line(stripped: str, strict: bool) -> tuple[str, str] | None:
     """``Type: message`` → (full type, first message line); strict demands a known suffix."""
     if not stripped or not (stripped[0].isalpha() or stripped[0] == "_"):
         return None
+    if _DRIVE_PATH.match(stripped):
+        return None  # a Windows path a cut frame left ("D:\Anaconda3\lib"), not "D: message"
     head = stripped.split(":", 1)[0] if ": " in stripped or stripped.endswith(":") else stripped
     if " " in head or len(head) > 120:
         return None
@@ -122,13 +125,17 @@ class TracebackScanner:
 
     def _add_worker_wrapper(self, traceback: FoundTraceback) -> None:
         """A worker's traceback pasted without the main process's frames keeps the
-        ``Caught X in DataLoader worker process 0.`` line above it as its wrapper link."""
+        ``Caught X in DataLoader worker process 0.`` line above it as its wrapper link,
+        with the type Python printed before it or without."""
         above = traceback.start - 1
         while above >= 0 and not self.texts[above].strip():
             above -= 1
         if above < 0 or not traceback.links:
             return
         line = self.texts[above].strip()
+        typed = read_exception_line(line, strict=True)
+        if typed is not None:
+            line = typed[1].strip()
         wrapper = WORKER_WRAPPER.fullmatch(line)
         if wrapper is None:
             return
