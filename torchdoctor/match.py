@@ -113,6 +113,7 @@ OP_BONUS = 0.15
 ANY_CASE_LITERAL = 20
 # The shortest required literal of a pattern that recognises a fragment of its message.
 FRAGMENT_LITERAL = 30
+_CLAUSE_END = re.compile(r"[,;] ")
 # Fixed text at least this long that two entries share makes neither's phrase its own.
 SHARED_LITERAL = 12
 _EDGE_PUNCTUATION = " .,:;()[]{}'\"#"
@@ -247,7 +248,9 @@ class MatchIndex:
     def phrases(self) -> list[tuple[_CompiledPattern, str]]:
         """Each pattern's longest fixed phrase, normalised, where it is long enough to
         recognise a fragment; its edges are the punctuation around captured values
-        ("). Kernel size …")."""
+        ("). Kernel size …"). So is the phrase's first clause, where it is long enough:
+        a message is often quoted up to its first comma ("Expected more than 1 value
+        per channel when training", without the input size after it)."""
         if self._phrases is None:
             self._phrases = []
             for pattern in self.patterns:
@@ -255,8 +258,9 @@ class MatchIndex:
                     continue  # it needs the frame that raised it, which a fragment lacks
                 if len(pattern.literal) >= FRAGMENT_LITERAL:
                     phrase = _normalise(pattern.literal).strip(_EDGE_PUNCTUATION)
-                    if len(phrase) >= FRAGMENT_LITERAL:
-                        self._phrases.append((pattern, phrase))
+                    clause = _CLAUSE_END.split(phrase, 1)[0].strip(_EDGE_PUNCTUATION)
+                    self._phrases += [(pattern, text) for text in dict.fromkeys((phrase, clause))
+                                      if len(text) >= FRAGMENT_LITERAL]
         return self._phrases
 
     def distinctive(self, phrase: str, pattern: _CompiledPattern) -> bool:

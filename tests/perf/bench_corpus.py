@@ -167,7 +167,7 @@ def main() -> int:
               f"{max(math.floor(overall['top1_entry'] * 100) - 2, 0) / 100:.2f}")
     elif not (args.form or args.category or args.dev):
         top1, top3 = facets_cross_validated(kb)
-        print(f"\nranking by facets alone, 5-fold cross-validation over the prose reports: "
+        print(f"\nranking by facets and words, 5-fold cross-validation over the prose reports: "
               f"top-1 {top1 * 100:.1f}%, top-3 {top3 * 100:.1f}%")
         overall = figures(outcomes)
         print("\nfloors for tests/test_corpus.py (one point below today's figures):")
