@@ -1287,10 +1287,10 @@ def test_an_indented_line_under_a_sentence_is_still_the_line_that_raised(kb):
 
 
 @pytest.mark.parametrize(("paste", "entry"), [
-    ('When the first epoch ends it stops with "Expected more than 1 value per channel when '
-     'training". A smaller image size does not change it.', "shape.batchnorm_single_sample"),
-    ('Building the loader I get "num_samples should be a positive integer value" and nothing '
-     "else.", "dataloader.empty_dataset"),
+    (('When the first epoch ends it stops with "Expected more than 1 value per channel when '
+     'training". A smaller image size does not change it.'), "shape.batchnorm_single_sample"),
+    (('Building the loader I get "num_samples should be a positive integer value" and nothing '
+     "else."), "dataloader.empty_dataset"),
 ])
 def test_a_message_quoted_up_to_its_first_comma_is_still_the_message(kb, paste, entry):
     assert top(paste, kb) == entry
