@@ -1294,3 +1294,12 @@ def test_an_indented_line_under_a_sentence_is_still_the_line_that_raised(kb):
 ])
 def test_a_message_quoted_up_to_its_first_comma_is_still_the_message(kb, paste, entry):
     assert top(paste, kb) == entry
+
+
+def test_a_cuda_library_status_code_inside_torchs_message_is_not_the_exception(kb):
+    paste = ("多卡训练报错：\n"
+             "NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, unhandled "
+             "system error, NCCL version 2.14.3 ncclSystemError: System call (e.g. socket, malloc) "
+             "or external library call failed or device error.\n")
+    assert parse_traceback(paste) is None  # read as text, where torch's own wording is found
+    assert top(paste, kb) == "distributed.nccl_error"

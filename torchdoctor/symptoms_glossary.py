@@ -273,6 +273,19 @@ _GLOSSARY: tuple[tuple[str, str], ...] = (
     ((r"(?:波动|忽高忽低|时高时低|上下(?:波动|跳动?))(?:非常|很|特别|比较)?(?:大|厉害)?|変動(?:が(?:大きい|激しい))?|乱高下"
      r"|요동\w{0,3}|들쭉날쭉|\bскач\w*|\bколебл\w*|\bfluct[uú]a\w*|\bschwank\w*"),
      " fluctuates "),
+    # A run that can only use the processor: "只能用 CPU 跑", "GPU 用不上", "没用上 GPU".
+    ((r"只能(?:用|在)\s*CPU\s*(?:上)?(?:跑|训练|运行)|(?:GPU|显卡)\s*(?:完全|根本)?(?:用不上|没(?:有)?用上|没(?:有)?被?(?:用|调用)(?:到|上)?)"
+     r"|(?:用不上|没(?:有)?用上)\s*(?:GPU|显卡)"), " runs on the CPU only, GPU not used "),
+    # An answer that is always one class: "预测出来一直是 daisy", "都预测成同一类".
+    ((r"(?:预测|分类|识别|输出)[^，,。.？?！!\n]{0,8}?(?:一直|总是|始终|都|全)(?:是|为|预测成|变成)"
+     r"|(?:都|全)(?:预测|分)(?:成|为)(?:同一(?:个|类)|一类)"), " always predicts "),
+    # Output that repeats itself: "回答一直在重复", "同一句话重复好几遍", "停不下来".
+    ((r"(?:一直|总是|不停地?|反复|会)(?:在)?重复(?:输出|生成|回答)?|重复(?:好几|很多|多)?(?:遍|次)|停不下来"),
+     " keeps repeating the same output "),
+    # Two results that should agree and do not: "差得很远", "对不上".
+    (r"差得?很远|相差很大|差距(?:很|非常)?大|对不上|不匹配", " differ a lot "),
+    # A poor result, said plainly: "结果不是很好", "效果很差".
+    (r"(?:结果|效果|精度|准确率)(?:不是很好|不太好|不好|很差|非常差|很低|极差|不理想)", " results are poor "),
     # Memory a call should have given back: "显存一直不释放", "解放されない", "не освобождается".
     ((r"(?:一直|始终|还是)?(?:不|没(?:有)?)(?:会|能)?(?:马上|立刻|立即|及时|自动)?(?:被)?释放(?:掉)?|释放不(?:了|掉)|解放されな\w{0,3}|解放されず|해제(?:가)?\s*(?:되지|안)\s*\w{0,3}"
      r"|\bне\s+освобо\w*|\bno\s+se\s+libera\w*|\bn[ãa]o\s+(?:é\s+)?liberad\w*|\bnicht\s+freigegeben\b"),

@@ -44,12 +44,12 @@ FACETS: tuple[tuple[str, str, bool], ...] = (
      r"|oom[- ]?killer|\bhtop\b|shared memory|/dev/shm"), True),
     ("quantity.memory", (r"\bmemory\b|\bmem\b|\bGi?B\b"
      r"|\bmemoria\b|\bmem[óo]ria\b|\bSpeicher\w*|\bm[ée]moire\b|\bпамят\w*|显存|内存|メモリ|메모리"), True),
-    ("quantity.time", (r"\bspeed|\bit/s\b|\bs/it\b|\bthroughput|seconds? (?:per|each|an?)\b"
+    ("quantity.time", (r"\bspeed|\b(?:it|steps?|iters?|batch(?:es)?|samples?|imgs?|images?)/s\b|\bs/(?:it|step|iter|batch)\b|\bthroughput|seconds? (?:per|each|an?)\b"
      r"|\bper (?:epoch|iteration|step|batch)\b|\bhours?\b|\bminutes?\b|\bms\b|\blatency|\btim(?:e|ing)\b"
      r"|\b\d+(?:\.\d+)?\s?(?:s|sec|secs|seconds|mins?|minutes|h|hrs?|hours)\b|\b\d{1,2}:\d\d\b|/iter(?:ation)?\b|秒|分钟|小时|時間|시간|секунд|минут"
      r"|\bsegundos\b|\bminutos\b|\bhoras\b|\bSekunden\b|\bMinuten\b|\bStunden\b|\bsecondes\b|\bheures\b|\bчас\w*"), True),
     ("quantity.utilisation", (r"\butili[sz]ation|\butil\b|gpu usage|gpu-util|\bvolatile\b"
-     r"|\d\s*%\s*(?:gpu|usage|util|load)"
+     r"|\d\s*%\s*(?:gpu|usage|util|load)|\bgpu\s*(?:is\s+|at\s+|was\s+|shows?\s+|是|只有|为)?\s*(?:only\s+)?\d{1,3}(?:\.\d+)?\s*%"
      r"|\busage\b|利用率|使用率|使用量|사용률|загрузк"), True),
     ("quantity.gradients", r"\bgrad(?:ient)?s?\b|\.grad\b|\bbackward\b", True),
     ("quantity.weights", r"\bweights?\b|\bparam(?:eter)?s?\b", True),

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from torchdoctor.linear_regex import compile_linear
-from torchdoctor.parsing.scanner import EXCEPTION_SUFFIXES, read_exception_line
+from torchdoctor.parsing.scanner import C_STATUS_CODE, EXCEPTION_SUFFIXES, read_exception_line
 
 # Searched through whole lines of a paste, so it runs on RE2 (linear in the line).
 TORCH_LIKE_MESSAGE = compile_linear(
@@ -266,7 +266,8 @@ def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
 def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
     if "Error:" in raw or "Exception:" in raw:
         embedded = EMBEDDED_EXCEPTION.search(raw)
-        if embedded and not embedded["type"].endswith("Warning"):
+        if embedded and not (embedded["type"].endswith("Warning")
+                             or C_STATUS_CODE.match(embedded["type"].rsplit(".", 1)[-1])):
             message = embedded["message"]
             opening = embedded.group(0)[0]
             close = _closing(message, opening) if opening in CLOSING_QUOTE else -1

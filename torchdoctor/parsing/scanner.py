@@ -32,6 +32,7 @@ EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Ite
                       "Failure", "Fault", "Failed", "Timeout")
 BARE_EXCEPTIONS = frozenset({"StopIteration", "StopAsyncIteration", "KeyboardInterrupt",
                              "SystemExit", "GeneratorExit"})
+C_STATUS_CODE = re.compile(r"(?:nccl|cuda|cudnn|cublas|cufft|curand|cusparse|cusolver)[A-Z]")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 WORKER_WRAPPER = re.compile(r"Caught (?P<type>[\w.]+) in (?P<where>.+)\.")
 # mp.spawn re-raises a child's failure as ProcessRaisedException with the child's
@@ -62,8 +63,12 @@ class FoundTraceback:
 
 
 def exception_type_name(candidate: str) -> bool:
-    """Whether a token reads as an exception class (``torch.OutOfMemoryError``, ``KeyError``)."""
+    """Whether a token reads as an exception class (``torch.OutOfMemoryError``, ``KeyError``).
+    A CUDA library's status code (``ncclSystemError``, ``cudaErrorLaunchFailure``), which
+    torch prints inside its own message, is not one."""
     short = candidate.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+    if C_STATUS_CODE.match(short):
+        return False
     return short.endswith(EXCEPTION_SUFFIXES) or short in BARE_EXCEPTIONS
 
 
