@@ -414,6 +414,11 @@ def test_prose_leaves_out_the_parts_that_quote_unknown_numbers():
         "The loss (2.3) stays because step() is never called; with 10 classes ln C is 2.303,"
         " a uniform guess.")
     assert fill_prose("sized for {a} along dimension {b}", {}) == "sized for ? along dimension ?"
+    # A parenthesis keeps the parts that quote a known number.
+    template = "The batch is elsewhere (model on {a}, batch on {b}; argument {c}): move it."
+    assert fill_prose(template, {"a": "cuda:0", "b": "cpu"}) == (
+        "The batch is elsewhere (model on cuda:0, batch on cpu): move it.")
+    assert fill_prose(template, {}) == "The batch is elsewhere: move it."
     assert fill("x = {a}", {}) == "x = ?"  # code is never rewritten
 
 

@@ -477,7 +477,7 @@ def fill_prose(template: object, fields: dict) -> str:
     text = fill(template, fields, missing="\x00")
     if "\x00" not in text:
         return text
-    text = _PAREN_WITH_GAP.sub("", text)
+    text = _PAREN_WITH_GAP.sub(_without_gaps, text)
     for separator in ("; ", ", "):
         if "\x00" in text:
             parts = text.split(separator)
@@ -486,6 +486,18 @@ def fill_prose(template: object, fields: dict) -> str:
             if "\x00" not in text and not text.rstrip().endswith((".", "!", "?")):
                 text = text.rstrip() + "."
     return text.replace("\x00", _MISSING)
+
+
+def _without_gaps(found: re.Match[str]) -> str:
+    """A parenthesis that quotes a number nobody knows keeps its ';'/','-parts that
+    quote none ("(model on cuda:0, batch on cpu; argument ?)" keeps the devices); with
+    none left, it goes."""
+    inner = found.group(0).strip()[1:-1]
+    for separator in ("; ", ", "):
+        inner = separator.join(part for part in inner.split(separator) if "\x00" not in part)
+        if not inner:
+            return ""
+    return f" ({inner})" if "\x00" not in inner else ""
 
 
 def fill(template: object, fields: dict, missing: str = _MISSING) -> str:
