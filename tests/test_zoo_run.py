@@ -212,4 +212,4 @@ def test_a_shape_in_a_statement_reads_as_a_shape(outcomes):
     match = outcomes["inplace_saved"][1]["matches"][0]
     statement = next(h["statement"] for h in match["hypotheses"]
                      if h["id"] == "inplace_activation")
-    assert f"The [{match['fields']['shape']}] tensor" in statement, statement
+    assert f"(a [{match['fields']['shape']}] " in statement, statement
