@@ -495,9 +495,7 @@ def _without_gaps(found: re.Match[str]) -> str:
     inner = found.group(0).strip()[1:-1]
     for separator in ("; ", ", "):
         inner = separator.join(part for part in inner.split(separator) if "\x00" not in part)
-        if not inner:
-            return ""
-    return f" ({inner})" if "\x00" not in inner else ""
+    return f" ({inner})" if inner else ""
 
 
 def fill(template: object, fields: dict, missing: str = _MISSING) -> str:
@@ -775,7 +773,8 @@ def _in_a_block(text: str, start: int) -> bool:
     """Whether the indented line at ``start`` is the body of a block the paste shows
     (under ``def decode(x):`` or ``for x in loader:``): the person's program, not the
     source line Python prints above an error."""
-    line = text[start:text.find("\n", start) if "\n" in text[start:] else len(text)]
+    end = text.find("\n", start)
+    line = text[start:end if end >= 0 else None]
     indent = len(line) - len(line.lstrip())
     for above in reversed(text[:start].splitlines()[-40:]):
         if not above.strip():

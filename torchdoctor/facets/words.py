@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # profiles reads words with report_words: only the type comes back
     from torchdoctor.facets.profiles import Profile
 
 # Seen in fewer reports and entries than this, a word is one person's, not an entry's.
@@ -52,11 +52,10 @@ def report_words(text: str) -> frozenset[str]:
 
 class WordIndex:
     """Every entry's words as a tf-idf vector, built once from its profile
-    (``Profile.words``: how many of its reports use each word)."""
+    (``Profile.words``: how many of its reports use each word; ``Profile.own``: its own
+    words, weighed as ``own_weight`` reports)."""
 
-    def __init__(self, profiles: Mapping[str, Profile]) -> None:
-        from torchdoctor.facets.profiles import OWN_WORDS_AS_REPORTS
-
+    def __init__(self, profiles: Mapping[str, Profile], own_weight: int) -> None:
         using: Counter = Counter()
         for profile in profiles.values():
             using.update(profile.words)
@@ -67,7 +66,7 @@ class WordIndex:
         self.vectors = {}
         for entry_id, profile in profiles.items():
             counts = Counter(profile.words)
-            counts.update({word: OWN_WORDS_AS_REPORTS for word in profile.own})
+            counts.update(dict.fromkeys(profile.own, own_weight))
             self.vectors[entry_id] = _unit({word: count * self.weight[word]
                                             for word, count in counts.items() if word in self.weight})
 

@@ -20,7 +20,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from torchdoctor.linear_regex import compile_linear
-from torchdoctor.parsing.scanner import C_STATUS_CODE, EXCEPTION_SUFFIXES, read_exception_line
+from torchdoctor.parsing.scanner import (
+    EXCEPTION_SUFFIXES,
+    exception_type_name,
+    read_exception_line,
+)
 
 # Searched through whole lines of a paste, so it runs on RE2 (linear in the line).
 TORCH_LIKE_MESSAGE = compile_linear(
@@ -156,11 +160,12 @@ class LooseError:
     source: str  # which form: final_line, embedded, repr, quoted, message_only, error_record
 
 
+# A C++ backtrace's frame line ("frame #3: c10d::...::checkTimeout(...)").
+CPP_FRAME = compile_linear(r"\s*frame #\d+: ")
 # A process started before its parent finished bootstrapping (spawn, with no
 # ``if __name__ == "__main__":`` guard) re-runs the parent's module-level code, and
 # whatever that code raises in the child - a CUDA OOM, a file in use - is printed
 # around this error, before it as often as after: it is their cause wherever it is.
-CPP_FRAME = compile_linear(r"\s*frame #\d+: ")
 EXPLAINS_THE_REST = compile_linear(r"An attempt has been made to start a new process before")
 
 
@@ -266,8 +271,9 @@ def _unlabelled(full_type: str, message: str) -> tuple[str, str]:
 def _embedded_or_repr(raw: str, index: int) -> LooseError | None:
     if "Error:" in raw or "Exception:" in raw:
         embedded = EMBEDDED_EXCEPTION.search(raw)
-        if embedded and not (embedded["type"].endswith("Warning")
-                             or C_STATUS_CODE.match(embedded["type"].rsplit(".", 1)[-1])):
+        # exception_type_name: not a CUDA library's status code (ncclSystemError)
+        if (embedded and not embedded["type"].endswith("Warning")
+                and exception_type_name(embedded["type"])):
             message = embedded["message"]
             opening = embedded.group(0)[0]
             close = _closing(message, opening) if opening in CLOSING_QUOTE else -1
