@@ -1303,3 +1303,29 @@ def test_a_cuda_library_status_code_inside_torchs_message_is_not_the_exception(k
              "or external library call failed or device error.\n")
     assert parse_traceback(paste) is None  # read as text, where torch's own wording is found
     assert top(paste, kb) == "distributed.nccl_error"
+
+
+def test_a_message_cut_mid_word_before_a_sentences_full_stop(kb):
+    paste = ("微调时就报 torch.cuda.OutOfMemoryError: CUDA out of memor。把 output 缩短就不会爆显存。")
+    assert top(paste, kb) == "memory.cuda_oom"
+
+
+def test_a_message_cut_with_an_ellipsis_is_the_wording_it_begins():
+    kb = load_knowledge(include_user=False, use_cache=False)
+    paste = ("Training dies with RuntimeError: Expected all tensors to be on the same device, "
+             "but found at least two devices, cuda:1 and ...")
+    # The generic wording, which the fragment is most of, before the convolution's longer one.
+    assert top(paste, kb) == "device.mixed_devices"
+
+
+def test_a_quoted_fragment_of_a_message_in_a_sentence_without_an_error_line(kb):
+    paste = ('Running the notebook, the generate cell fails with "expected all tensors to be '
+             'on the same device". I had to install sentencepiece first as well.')
+    assert top(paste, kb) == "device.mixed_devices"
+
+
+def test_a_space_before_the_colon_and_a_message_cut_before_its_end(kb):
+    paste = ('Sadly I get "CUDA error : no kernel image is available for execution" on line 91 '
+             "of pipeline_stable_diffusion.py.")
+    assert top(paste, kb) == "device.arch_not_supported"
+

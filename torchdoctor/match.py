@@ -113,6 +113,9 @@ OP_BONUS = 0.15
 ANY_CASE_LITERAL = 20
 # The shortest required literal of a pattern that recognises a fragment of its message.
 FRAGMENT_LITERAL = 30
+# How much a message fragment's share of a stored wording weighs: only enough to order
+# wordings the same fragment lies in.
+SHARE_WEIGHT = 0.001
 _CLAUSE_END = re.compile(r"[,;] ")
 # Fixed text at least this long that two entries share makes neither's phrase its own.
 SHARED_LITERAL = 12
@@ -336,11 +339,19 @@ class _LiteralCache:
 
 
 def _normalise(message: str) -> str:
-    """Wording without the numbers, shapes and paths that change from run to run."""
+    """Wording without the numbers, shapes and paths that change from run to run, and
+    without the spacing people put before a colon ("CUDA error : …")."""
     text = _PATH_TOKEN.sub(_path_or_word, bounded(message).lower())
     text = _DECIMAL_RUN.sub("#", text)
     text = _NUMBER_LIST.sub("#", text)
+    text = _SPACE_BEFORE_COLON.sub(":", text)
     return _SPACE_RUN.sub(" ", text).strip()
+
+
+def _cut_short(text: str) -> str:
+    """A normalised message without what marks where a paste cut it: a trailing ellipsis
+    or the full stop a sentence put after the cut ("CUDA out of memor。")."""
+    return _CUT_MARK.sub("", text)
 
 
 # A whole run of path characters is read at once (no backtracking into it), and
@@ -348,6 +359,8 @@ def _normalise(message: str) -> str:
 _PATH_TOKEN = re.compile(r"(?:[a-z]:)?[\w./\\-]+")
 _DECIMAL_RUN = re.compile(r"\d+(?:\.\d+)?")
 _SPACE_RUN = re.compile(r"\s+")
+_SPACE_BEFORE_COLON = re.compile(r"[ \t]+:")
+_CUT_MARK = re.compile(r"(?:\s*(?:\.{2,}|…|[.。!！]))+$")
 # A shape is a list of numbers as long as the tensor's rank: "32 3 3", "[10, 512, 512]",
 # "[2 x 64]" are one value each, so wordings that quote shapes of other ranks compare.
 _NUMBER_LIST = re.compile(r"\[#(?:(?:, ?| x | )#){0,15}\]|#(?:(?:, ?| x | )#){1,15}")
@@ -708,6 +721,8 @@ def _match_patterns(index: MatchIndex, links: list[_Link], phase: str | None,
 
 def _settle_siblings(contested: list[_Candidate], called: set[str], phase: str | None) -> None:
     """Entries that matched one wording, told apart by where it was raised."""
+    # nll_loss2d, max_pool3d: the op's family, as entries name it.
+    called = called | {_DIMENSION_SUFFIX.sub("", op) for op in called}
     for candidate in contested:
         named = called & _entry_ops(candidate.entry)
         in_loader = getattr(candidate.entry, "category", "") == "dataloader"
@@ -723,6 +738,7 @@ def _settle_siblings(contested: list[_Candidate], called: set[str], phase: str |
                 candidate.reason += f"; the raising line calls {', '.join(sorted(named))}"
 
 
+_DIMENSION_SUFFIX = re.compile(r"_?[123]d$")
 # An op the raising line calls: torch.stack(…), F.linear(…), x.bmm(…), a @ b.
 _CALLED = re.compile(r"\.([a-z_][a-z0-9_]{1,40})\s*\(|(@)")
 _ENTRY_OP = re.compile(r"\btorch\.(?:nn\.functional\.)?([a-z_][a-z0-9_]{1,40})|\bnn\.([A-Za-z]\w{1,40})")
@@ -882,12 +898,24 @@ def _match_messages(index: MatchIndex, texts: list[str], phase: str | None = Non
     normalised = [_normalise(text) for text in texts if text]
     best: dict[str, _Candidate] = {}
     for message in index.messages:
-        if message.normalised and any(message.normalised in text or _covers(text, message)
-                                      for text in normalised if len(text) >= 12):
-            specificity = len(message.normalised) / (len(message.normalised) + 40)
-            score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity, 4)
-            _keep_best(best, _Candidate(message.entry, score,
-                                        "wording of an older torch release matched", {}))
+        if not message.normalised:
+            continue
+        if any(message.normalised in text for text in normalised):
+            shown, share = len(message.normalised), 1.0
+        else:
+            # A fragment says as much as its own length; of the stored wordings it lies
+            # in, the one it is the largest part of is the likeliest (the others add
+            # details the paste does not show).
+            cut = [len(_cut_short(text)) for text in normalised
+                   if len(text) >= 12 and _covers(text, message)]
+            if not cut:
+                continue
+            shown = max(cut)
+            share = shown / len(message.normalised)
+        specificity = shown / (shown + 40)
+        score = round(TIER_MESSAGE + SPECIFICITY_WEIGHT * specificity + SHARE_WEIGHT * share, 4)
+        _keep_best(best, _Candidate(message.entry, score,
+                                    "wording of an older torch release matched", {}))
     for pattern, phrase in index.phrases():
         # A fragment of the message people copy ("Kernel size can't be greater than actual
         # input size", without the sizes before it) is still the message when it holds the
@@ -949,10 +977,22 @@ def _match_raise_sites(index: MatchIndex, parsed: object) -> list[_Candidate]:
 _CALLED_NAME = re.compile(r"\b([A-Za-z_]\w{0,80})\s*\(")
 
 
+def _quoted(text: str) -> list[str]:
+    """What a description puts in quotes or backticks: where no error line stands on its
+    own, a quoted phrase is most often the message, copied in part ("fails with "expected
+    all tensors to be on the same device"")."""
+    return [match.group(1) for match in _QUOTED.finditer(text[-TEXT_LIMIT:])]
+
+
+# One line's span between matching quotes; bounded, so one pass over the text.
+_QUOTED = re.compile(r"[\"“”`'‘’「『]([^\"“”`'‘’「」『』\n]{12,300})[\"“”`'‘’」』]")
+
+
 def _covers(text: str, message: _CompiledMessage) -> bool:
     """Whether a message cut short is this older wording: it lies inside it and is a
     phrase of its own (``FRAGMENT_LITERAL`` characters) or most of it. "cuda runtime
     error (" or "out of memory" lie inside many stored messages and name none of them."""
+    text = _cut_short(text)
     return text in message.normalised and (len(text) >= FRAGMENT_LITERAL
                                            or 2 * len(text) >= len(message.normalised))
 
@@ -1045,7 +1085,7 @@ def diagnose(text: str, kb: object) -> Diagnosis:
         candidates = (_match_patterns(index, [_Link(None, tail, 1.0),
                                               *_retold_assertions(None, "", tail)], None,
                                       context=_raising_context(None, tail, None))
-                      or _match_messages(index, [tail]))
+                      or _match_messages(index, [tail, *_quoted(tail)]))
     if candidates:
         prose = _prose_around(parsed, tail)
         _decide_by_words(candidates, prose)
