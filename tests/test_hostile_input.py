@@ -66,6 +66,8 @@ HOSTILE = {
     "6,000 repr openings in one line": "ValueError(" * 6_000,
     "20,000 digits before a progress bar": TRACEBACK.replace("train.py", "1" * 20_000 + "%|"),
     "a 4,400-digit IPython line number": "----> " + "9" * 4_400 + " x = 1\n",
+    # a cut message's trailing marks are stripped, never matched by a pattern that backtracks
+    "30,000 dots after a cut message": "RuntimeError: CUDA out of memor" + "." * 30_000 + "x",
     # every facet of a description read at once, in two scripts
     "64 KB of symptom words": ("the loss is stuck and GPU memory keeps growing after each epoch "
                                "with 4 workers, 显存一直增长，训练卡住。") * 800,

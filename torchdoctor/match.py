@@ -351,7 +351,7 @@ def _normalise(message: str) -> str:
 def _cut_short(text: str) -> str:
     """A normalised message without what marks where a paste cut it: a trailing ellipsis
     or the full stop a sentence put after the cut ("CUDA out of memor。")."""
-    return _CUT_MARK.sub("", text)
+    return text.rstrip(_CUT_MARKS)
 
 
 # A whole run of path characters is read at once (no backtracking into it), and
@@ -360,7 +360,7 @@ _PATH_TOKEN = re.compile(r"(?:[a-z]:)?[\w./\\-]+")
 _DECIMAL_RUN = re.compile(r"\d+(?:\.\d+)?")
 _SPACE_RUN = re.compile(r"\s+")
 _SPACE_BEFORE_COLON = re.compile(r"[ \t]+:")
-_CUT_MARK = re.compile(r"(?:\s*(?:\.{2,}|…|[.。!！]))+$")
+_CUT_MARKS = " \t\n.。!！…"
 # A shape is a list of numbers as long as the tensor's rank: "32 3 3", "[10, 512, 512]",
 # "[2 x 64]" are one value each, so wordings that quote shapes of other ranks compare.
 _NUMBER_LIST = re.compile(r"\[#(?:(?:, ?| x | )#){0,15}\]|#(?:(?:, ?| x | )#){1,15}")
