@@ -1007,3 +1007,37 @@ def test_a_negation_contracted_or_spelt_out_lines_up_with_the_stored_wording():
                    stored) == [stored[1]]
     # a negation is not any word: "can" alone is not "cannot"
     assert restore("Inference tensors can be saved for backward", stored) == []
+
+
+def test_torchs_narrower_exception_types_derive_from_the_bases_the_matcher_names():
+    import importlib
+
+    import torch  # the tests may ask torch; the doctor keeps the table instead
+
+    from torchdoctor.match import TORCH_EXCEPTION_BASES
+
+    homes = ["torch", "torch.cuda", "torch.distributed", "torch._dynamo.exc",
+             "torch._inductor.exc", "torch.nn.modules.module"]
+    for name, base in TORCH_EXCEPTION_BASES.items():
+        found = [getattr(importlib.import_module(home), name) for home in homes
+                 if hasattr(importlib.import_module(home), name)]
+        if name == "ModuleAttributeError":   # torch 1.5 - 1.7 only
+            continue
+        assert found, name
+        assert all(base in [kind.__name__ for kind in cls.__mro__] for cls in found), name
+    assert torch.OutOfMemoryError.__mro__[1] is RuntimeError
+
+
+def test_a_narrower_type_reported_as_its_base_still_agrees_with_the_pattern():
+    from torchdoctor.knowledge import load_knowledge
+
+    kb = load_knowledge(include_user=False, use_cache=False)
+    # torch >= 2.1's wording, typed OutOfMemoryError in the pattern, re-raised by a
+    # wrapper as the RuntimeError it derives from
+    paste = ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+             "capacity of 7.79 GiB of which 3.50 MiB is free. Including non-PyTorch memory, this "
+             "process has 7.78 GiB memory in use. Of the allocated memory 7.50 GiB is allocated by "
+             "PyTorch, and 89.03 MiB is reserved by PyTorch but unallocated.")
+    top = diagnose(paste, kb).matches[0]
+    assert top.entry.id == "memory.cuda_oom"
+    assert "exception type OutOfMemoryError agrees" in top.reason

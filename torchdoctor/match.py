@@ -859,9 +859,27 @@ def _typed_line(text: str, start: int) -> str | None:
 
 
 def _same_type(expected: str, actual: str | None) -> bool:
+    """Whether the paste's exception type is the pattern's: the same name, or one of
+    torch's narrower types and the base an older release raised the same message as
+    (``DistNetworkError`` was a ``RuntimeError``, ``ModuleAttributeError`` an
+    ``AttributeError``)."""
     if not actual:
         return False
-    return expected == actual or actual.rsplit(".", 1)[-1] == expected.rsplit(".", 1)[-1]
+    expected, actual = expected.rsplit(".", 1)[-1], actual.rsplit(".", 1)[-1]
+    return (expected == actual or TORCH_EXCEPTION_BASES.get(expected) == actual
+            or TORCH_EXCEPTION_BASES.get(actual) == expected)
+
+
+# torch's own exception types and the built-in each derives from (a test checks them
+# against torch): the doctor never imports torch to ask.
+TORCH_EXCEPTION_BASES = {
+    "OutOfMemoryError": "RuntimeError", "AcceleratorError": "RuntimeError",
+    "DistError": "RuntimeError", "DistBackendError": "RuntimeError",
+    "DistNetworkError": "RuntimeError", "DistStoreError": "RuntimeError",
+    "TorchRuntimeError": "RuntimeError", "TritonMissing": "RuntimeError",
+    "BackendCompilerFailed": "RuntimeError", "InductorError": "RuntimeError",
+    "Unsupported": "RuntimeError", "ModuleAttributeError": "AttributeError",
+}
 
 
 def _pattern_reason(pattern: _CompiledPattern, type_agrees: bool, phase_agrees: bool,
