@@ -1305,27 +1305,21 @@ def test_a_cuda_library_status_code_inside_torchs_message_is_not_the_exception(k
     assert top(paste, kb) == "distributed.nccl_error"
 
 
-def test_a_message_cut_mid_word_before_a_sentences_full_stop(kb):
-    paste = ("微调时就报 torch.cuda.OutOfMemoryError: CUDA out of memor。把 output 缩短就不会爆显存。")
-    assert top(paste, kb) == "memory.cuda_oom"
 
-
-def test_a_message_cut_with_an_ellipsis_is_the_wording_it_begins():
-    kb = load_knowledge(include_user=False, use_cache=False)
-    paste = ("Training dies with RuntimeError: Expected all tensors to be on the same device, "
-             "but found at least two devices, cuda:1 and ...")
-    # The generic wording, which the fragment is most of, before the convolution's longer one.
-    assert top(paste, kb) == "device.mixed_devices"
-
-
-def test_a_quoted_fragment_of_a_message_in_a_sentence_without_an_error_line(kb):
-    paste = ('Running the notebook, the generate cell fails with "expected all tensors to be '
-             'on the same device". I had to install sentencepiece first as well.')
-    assert top(paste, kb) == "device.mixed_devices"
-
-
-def test_a_space_before_the_colon_and_a_message_cut_before_its_end(kb):
-    paste = ('Sadly I get "CUDA error : no kernel image is available for execution" on line 91 '
-             "of pipeline_stable_diffusion.py.")
-    assert top(paste, kb) == "device.arch_not_supported"
-
+@pytest.mark.parametrize(("paste", "entry"), [
+    # cut mid-word, then the full stop of the sentence around it
+    ("微调时就报 torch.cuda.OutOfMemoryError: CUDA out of memor。把 output 缩短就不会爆显存。",
+     "memory.cuda_oom"),
+    # cut with an ellipsis: the generic wording, which the fragment is most of, ranks before
+    # the convolution's longer one
+    ("Training dies with RuntimeError: Expected all tensors to be on the same device, "
+     "but found at least two devices, cuda:1 and ...", "device.mixed_devices"),
+    # quoted in a sentence, with no error line of its own
+    ('Running the notebook, the generate cell fails with "expected all tensors to be on the '
+     'same device". I had to install sentencepiece first as well.', "device.mixed_devices"),
+    # a space before the colon, and the message cut before its end
+    ('Sadly I get "CUDA error : no kernel image is available for execution" on line 91 of '
+     "pipeline_stable_diffusion.py.", "device.arch_not_supported"),
+], ids=["cut-mid-word", "ellipsis", "quoted-fragment", "space-before-colon"])
+def test_a_message_cut_short_is_still_its_wording(paste, entry, kb):
+    assert top(paste, kb) == entry
